@@ -1,0 +1,39 @@
+/**
+ * The one storage interface. Two implementations: embedded PGlite (a data folder, one
+ * transaction at a time) and real Postgres (a connection pool). The same SQL, with `$n`
+ * placeholders, runs on both; the contract suite in test/persistence proves it.
+ */
+export type Row = Record<string, unknown>
+
+export interface Queryable {
+  /** Runs one statement. Timestamps come back as `Date`, `bytea` as `Uint8Array`. */
+  query<T extends Row = Row>(text: string, params?: readonly unknown[]): Promise<T[]>
+}
+
+export interface Db extends Queryable {
+  readonly kind: 'pglite' | 'postgres'
+  /**
+   * Runs `fn` in one transaction: committed when it resolves, rolled back when it throws.
+   * Statements issued without awaiting each other are pipelined on Postgres.
+   */
+  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>
+  close(): Promise<void>
+}
+
+export interface OpenDbOptions {
+  /** Real Postgres when set. */
+  databaseUrl?: string | undefined
+  /** PGlite data folder; `memory://` keeps everything in memory (tests). */
+  dataDir?: string | undefined
+  /** Postgres pool size. */
+  maxConnections?: number | undefined
+}
+
+export async function openDb(options: OpenDbOptions): Promise<Db> {
+  if (options.databaseUrl) {
+    const { openPostgres } = await import('./postgres.ts')
+    return openPostgres(options.databaseUrl, options.maxConnections ?? 20)
+  }
+  const { openPglite } = await import('./pglite.ts')
+  return openPglite(options.dataDir ?? './data')
+}

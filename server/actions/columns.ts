@@ -1,0 +1,108 @@
+import { randomUUID } from 'node:crypto'
+import * as Y from 'yjs'
+import type { ActionInput, ActionResults } from '../../shared/actions.ts'
+import { boardMaps, readColumn } from '../../shared/board-doc.ts'
+import { POSITION_STEP } from '../../shared/constants.ts'
+import type { ActionContext } from '../agent/context.ts'
+import { badRequest, conflict } from '../api-error.ts'
+import { lockLiveClaims } from '../claims/locks.ts'
+import { BoardView } from './board-view.ts'
+import { requireProject } from './tasks.ts'
+
+/** create_column: appended at the end unless `position` is given; organisation-level without projectId. */
+export async function create_column(
+  ctx: ActionContext,
+  input: ActionInput<'create_column'>,
+): Promise<ActionResults['create_column']> {
+  return ctx.writeBoard(async (w) => {
+    const view = new BoardView(w.doc)
+    if (input.projectId !== undefined) requireProject(view, input.projectId)
+    const last = view.sortedColumns().at(-1)
+    const position = input.position ?? (last ? last.position + POSITION_STEP : POSITION_STEP)
+    const id = randomUUID()
+    w.mutate((doc) => {
+      const m = new Y.Map<unknown>()
+      m.set('title', input.title)
+      m.set('position', position)
+      m.set('role', null)
+      m.set('projectId', input.projectId ?? null)
+      m.set('onFire', false)
+      m.set('createdAt', w.now)
+      m.set('updatedAt', w.now)
+      boardMaps(doc).columns.set(id, m)
+    })
+    w.changed('column', id)
+    return { column: readColumn(id, boardMaps(w.doc).columns.get(id) as Y.Map<unknown>) }
+  })
+}
+
+/** rename_column: cards and positions untouched. */
+export async function rename_column(
+  ctx: ActionContext,
+  input: ActionInput<'rename_column'>,
+): Promise<ActionResults['rename_column']> {
+  return ctx.writeBoard(async (w) => {
+    new BoardView(w.doc).requireColumn(input.columnId)
+    w.mutate((doc) => {
+      const m = boardMaps(doc).columns.get(input.columnId) as Y.Map<unknown>
+      m.set('title', input.title)
+      m.set('updatedAt', w.now)
+    })
+    w.changed('column', input.columnId)
+    return { columnId: input.columnId, title: input.title, updatedAt: w.now }
+  })
+}
+
+/**
+ * delete_column: cards (archived ones count) move to the bottom of destinationColumnId in
+ * their order; without a destination a non-empty column is refused. 409 while any card in
+ * it is actively worked, by anyone.
+ */
+export async function delete_column(
+  ctx: ActionContext,
+  input: ActionInput<'delete_column'>,
+): Promise<ActionResults['delete_column']> {
+  return ctx.writeBoard(async (w) => {
+    const view = new BoardView(w.doc)
+    view.requireColumn(input.columnId)
+    const cards = view
+      .storedTasks()
+      .filter((t) => t.columnId === input.columnId)
+      .sort((a, b) => a.position - b.position || a.id.localeCompare(b.id))
+    const dest = input.destinationColumnId
+    if (dest !== undefined) {
+      if (dest === input.columnId) throw badRequest('destinationColumnId must differ from columnId')
+      view.requireColumn(dest, 'destinationColumnId')
+    }
+    const live = await lockLiveClaims(
+      w.tx,
+      cards.map((c) => c.id),
+    )
+    if (live.length > 0) {
+      throw conflict(
+        `Column ${input.columnId} has ${live.length} card(s) actively worked; it cannot be deleted until their claims are released`,
+      )
+    }
+    if (cards.length > 0 && dest === undefined) {
+      throw badRequest(
+        `Column ${input.columnId} still holds ${cards.length} card(s) (archived ones count); pass destinationColumnId to move them`,
+      )
+    }
+    w.mutate((doc) => {
+      const maps = boardMaps(doc)
+      if (dest !== undefined) {
+        let position = view.appendPosition(dest, POSITION_STEP)
+        for (const card of cards) {
+          const m = maps.tasks.get(card.id) as Y.Map<unknown>
+          m.set('columnId', dest)
+          m.set('position', position)
+          m.set('updatedAt', w.now)
+          position += POSITION_STEP
+        }
+      }
+      maps.columns.delete(input.columnId)
+    })
+    for (const card of cards) w.changed('task', card.id)
+    return { deleted: true as const, columnId: input.columnId, movedCount: cards.length }
+  })
+}

@@ -1,0 +1,52 @@
+import type { Db } from '../../persistence/db.ts'
+import { boardDocName } from '../../shared/board-doc.ts'
+import type { AgentIdentity } from '../../shared/labels.ts'
+import { BoardView } from '../actions/board-view.ts'
+import type { ApiKeyRow } from '../auth/api-keys.ts'
+import type { Actor } from '../claims/locks.ts'
+import type { Config } from '../config.ts'
+import type { LiveDocs, WriteScope } from '../live/live-docs.ts'
+import type { WriteOrigin } from '../live/origin.ts'
+
+/** What an action handler works with. Handlers never see the request or the socket. */
+export interface ActionContext {
+  readonly db: Db
+  readonly live: LiveDocs
+  readonly config: Config
+  readonly key: ApiKeyRow
+  readonly identity: AgentIdentity
+  readonly actor: Actor
+  readonly origin: WriteOrigin
+  readBoard<T>(fn: (view: BoardView) => T): Promise<T>
+  writeBoard<T>(fn: (scope: WriteScope) => Promise<T>): Promise<T>
+}
+
+export interface Services {
+  db: Db
+  live: LiveDocs
+  config: Config
+}
+
+export function actionContext(
+  services: Services,
+  key: ApiKeyRow,
+  identity: AgentIdentity,
+): ActionContext {
+  const docName = boardDocName(key.orgId)
+  const origin: WriteOrigin = {
+    type: 'agent',
+    orgId: key.orgId,
+    keyId: key.id,
+    email: key.robotEmail,
+    identity,
+  }
+  return {
+    ...services,
+    key,
+    identity,
+    actor: { keyId: key.id, identity },
+    origin,
+    readBoard: (fn) => services.live.read(docName, (doc) => fn(new BoardView(doc))),
+    writeBoard: (fn) => services.live.write(docName, origin, fn),
+  }
+}

@@ -1,0 +1,94 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { type ActionName, actions, isActionName } from '../../shared/actions.ts'
+import type { AgentIdentity } from '../../shared/labels.ts'
+import { ApiError } from '../api-error.ts'
+import { type ApiKeyRow, authenticateApiKey, INVALID_KEY_HINT } from '../auth/api-keys.ts'
+import { type Logger, readJson, sendError, sendJson } from '../http/json.ts'
+import { actionContext, type Services } from './context.ts'
+import { handlers } from './handlers.ts'
+import { parseParams } from './validation.ts'
+
+/** The Bearer key of a request, or 401 (with the hint about the redirecting bare domain). */
+export function bearerKey(req: IncomingMessage): string {
+  const header = req.headers.authorization
+  if (!header)
+    throw new ApiError(
+      401,
+      `Missing Authorization header: send "Authorization: Bearer <API key>". ${INVALID_KEY_HINT}`,
+    )
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header)
+  if (!m?.[1])
+    throw new ApiError(
+      401,
+      `Malformed Authorization header: expected "Bearer <API key>". ${INVALID_KEY_HINT}`,
+    )
+  return m[1]
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v)
+}
+
+export interface Envelope {
+  action: ActionName
+  params: Record<string, unknown>
+}
+
+/** Checks the `{ action, params }` body: a known action, params an object, nothing else. */
+export function parseEnvelope(body: unknown): Envelope {
+  if (!isPlainObject(body)) throw new ApiError(400, 'Body must be a JSON object { action, params }')
+  const extra = Object.keys(body).filter((k) => k !== 'action' && k !== 'params')
+  if (extra.length > 0) {
+    throw new ApiError(
+      400,
+      `Unknown body field${extra.length > 1 ? 's' : ''} ${extra.map((k) => `"${k}"`).join(', ')}; the body is { action, params }`,
+    )
+  }
+  const { action, params } = body
+  if (typeof action !== 'string') throw new ApiError(400, 'action is required and must be a string')
+  if (!isActionName(action)) throw new ApiError(400, `Unknown action "${action}"`)
+  if (params !== undefined && !isPlainObject(params))
+    throw new ApiError(400, 'params must be a JSON object')
+  return { action, params: params ?? {} }
+}
+
+/** Runs one action for an authenticated key: validate → handler. Shared by HTTP and MCP. */
+export async function runAction(
+  services: Services,
+  key: ApiKeyRow,
+  action: ActionName,
+  params: unknown,
+): Promise<unknown> {
+  const spec = actions[action]
+  const input = parseParams(action, spec.input, params) as Record<string, unknown>
+  const identity: AgentIdentity = {
+    agentName: input.agentName as string | undefined,
+    house: input.house as string | undefined,
+    generation: input.generation as number | undefined,
+    isSubChild: input.isSubChild as boolean | undefined,
+  }
+  const ctx = actionContext(services, key, identity)
+  const handler = handlers[action] as (c: typeof ctx, i: unknown) => Promise<unknown>
+  return handler(ctx, input)
+}
+
+/** `POST /api/agent`: any other method is a 405; failures are `{ error }` bodies. */
+export function agentEndpoint(services: Services, log: Logger) {
+  return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    try {
+      if (req.method !== 'POST') {
+        res.setHeader('allow', 'POST')
+        throw new ApiError(
+          405,
+          `Method ${req.method} not allowed: the agent endpoint takes POST only`,
+        )
+      }
+      const key = await authenticateApiKey(services.db, bearerKey(req))
+      const envelope = parseEnvelope(await readJson(req))
+      const result = await runAction(services, key, envelope.action, envelope.params)
+      sendJson(res, 200, result)
+    } catch (error) {
+      sendError(res, error, log)
+    }
+  }
+}

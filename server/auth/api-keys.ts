@@ -1,0 +1,162 @@
+import { randomUUID } from 'node:crypto'
+import type { Db, Queryable } from '../../persistence/db.ts'
+import { ApiError } from '../api-error.ts'
+import { displayPrefix, newApiKey, parseApiKey } from './api-key-format.ts'
+import { safeEqual, sha256Hex } from './crypto.ts'
+
+export interface ApiKeyRow {
+  id: string
+  orgId: string
+  orgName: string
+  name: string
+  prefix: string
+  createdAt: string
+  robotUserId: string
+  robotEmail: string
+}
+
+export interface ApiKeySummary {
+  id: string
+  name: string
+  prefix: string
+  createdAt: string
+  createdBy: string
+  lastUsedAt: string | null
+}
+
+const iso = (d: unknown) => (d instanceof Date ? d.toISOString() : String(d))
+
+export const INVALID_KEY_HINT =
+  'Call the service on its direct host: a redirect from the bare domain drops the Authorization header, which looks exactly like this.'
+
+/** The robot account's e-mail: what the key's writes are attributed to (createdByEmail, authorEmail). */
+export function robotEmail(keyId: string, publicUrl: string | undefined): string {
+  const host = publicUrl ? new URL(publicUrl).hostname : 'localhost'
+  return `key-${keyId}@agents.${host}`
+}
+
+/**
+ * Creates a key and its robot account. Returns the key text, the only time it exists in
+ * the clear: only its SHA-256 is stored.
+ */
+export async function createApiKey(
+  db: Db,
+  input: { orgId: string; name: string; createdBy: string; publicUrl: string | undefined },
+): Promise<{
+  apiKey: { id: string; name: string; prefix: string; createdAt: string }
+  key: string
+}> {
+  const id = randomUUID()
+  const key = newApiKey(id)
+  const robotId = randomUUID()
+  const email = robotEmail(id, input.publicUrl)
+  const rows = await db.transaction(async (tx) => {
+    await tx.query('insert into users (id, email, name, is_robot) values ($1, $2, $3, true)', [
+      robotId,
+      email,
+      input.name,
+    ])
+    return tx.query<{ created_at: Date }>(
+      `insert into api_keys (id, org_id, name, prefix, key_hash, robot_user_id, created_by)
+       values ($1, $2, $3, $4, $5, $6, $7) returning created_at`,
+      [id, input.orgId, input.name, displayPrefix(id), sha256Hex(key), robotId, input.createdBy],
+    )
+  })
+  return {
+    apiKey: {
+      id,
+      name: input.name,
+      prefix: displayPrefix(id),
+      createdAt: iso(rows[0]?.created_at),
+    },
+    key,
+  }
+}
+
+export async function listApiKeys(db: Db, orgId: string): Promise<ApiKeySummary[]> {
+  const rows = await db.query<{
+    id: string
+    name: string
+    prefix: string
+    created_at: Date
+    created_by_email: string
+    last_used_at: Date | null
+  }>(
+    `select k.id, k.name, k.prefix, k.created_at, u.email as created_by_email, k.last_used_at
+       from api_keys k join users u on u.id = k.created_by
+      where k.org_id = $1 and k.revoked_at is null order by k.created_at`,
+    [orgId],
+  )
+  return rows.map((r) => ({
+    id: r.id,
+    name: r.name,
+    prefix: r.prefix,
+    createdAt: iso(r.created_at),
+    createdBy: r.created_by_email,
+    lastUsedAt: r.last_used_at ? iso(r.last_used_at) : null,
+  }))
+}
+
+/**
+ * Revokes a key. The UPDATE waits for every write that holds the key row FOR SHARE, so
+ * once this returns no write under the key can still commit.
+ */
+export async function revokeApiKey(db: Db, orgId: string, keyId: string): Promise<boolean> {
+  const rows = await db.query(
+    'update api_keys set revoked_at = now() where id = $1 and org_id = $2 and revoked_at is null returning id',
+    [keyId, orgId],
+  )
+  return rows.length > 0
+}
+
+const KEY_QUERY = `select k.id, k.org_id, o.name as org_name, k.name, k.prefix, k.created_at, k.key_hash,
+        k.revoked_at, k.robot_user_id, u.email as robot_email
+   from api_keys k join organizations o on o.id = k.org_id join users u on u.id = k.robot_user_id
+  where k.id = $1`
+
+/**
+ * Authenticates a Bearer key: malformed or bad-checksum keys are refused before any query;
+ * otherwise the row must exist, match the SHA-256 and not be revoked.
+ */
+export async function authenticateApiKey(db: Queryable, key: string): Promise<ApiKeyRow> {
+  const parsed = parseApiKey(key)
+  if (!parsed) throw new ApiError(401, `Malformed API key. ${INVALID_KEY_HINT}`)
+  const [row] = await db.query<{
+    id: string
+    org_id: string
+    org_name: string
+    name: string
+    prefix: string
+    created_at: Date
+    key_hash: string
+    revoked_at: Date | null
+    robot_user_id: string
+    robot_email: string
+  }>(KEY_QUERY, [parsed.keyId])
+  if (!row || !safeEqual(row.key_hash, sha256Hex(key)) || row.revoked_at) {
+    throw new ApiError(401, `Invalid or revoked API key. ${INVALID_KEY_HINT}`)
+  }
+  return {
+    id: row.id,
+    orgId: row.org_id,
+    orgName: row.org_name,
+    name: row.name,
+    prefix: row.prefix,
+    createdAt: iso(row.created_at),
+    robotUserId: row.robot_user_id,
+    robotEmail: row.robot_email,
+  }
+}
+
+/**
+ * Inside a write's transaction: locks the key row FOR SHARE so a concurrent revocation
+ * waits for this write, and refuses the write if the key was revoked meanwhile.
+ */
+export async function holdApiKey(tx: Queryable, keyId: string): Promise<void> {
+  const [row] = await tx.query<{ revoked_at: Date | null }>(
+    'select revoked_at from api_keys where id = $1 for share',
+    [keyId],
+  )
+  if (!row || row.revoked_at)
+    throw new ApiError(401, `Invalid or revoked API key. ${INVALID_KEY_HINT}`)
+}

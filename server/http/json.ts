@@ -1,0 +1,66 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { ApiError } from '../api-error.ts'
+
+/** Largest JSON body accepted: a 3 MB image in base64 plus its envelope. */
+export const MAX_BODY_BYTES = 4_300_000
+
+export async function readBody(req: IncomingMessage, limit = MAX_BODY_BYTES): Promise<Buffer> {
+  const declared = Number(req.headers['content-length'] ?? 0)
+  if (declared > limit) throw new ApiError(413, `Request body over ${limit} bytes`)
+  const chunks: Buffer[] = []
+  let size = 0
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length
+    if (size > limit) throw new ApiError(413, `Request body over ${limit} bytes`)
+    chunks.push(chunk as Buffer)
+  }
+  return Buffer.concat(chunks)
+}
+
+/** Parses a JSON body; an empty body is `undefined`. */
+export async function readJson(req: IncomingMessage): Promise<unknown> {
+  const body = await readBody(req)
+  if (body.length === 0) return undefined
+  try {
+    return JSON.parse(body.toString('utf8'))
+  } catch {
+    throw new ApiError(400, 'Body is not valid JSON')
+  }
+}
+
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
+  const text = JSON.stringify(body)
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+    'cache-control': 'no-store',
+    ...headers,
+  })
+  res.end(text)
+}
+
+export function sendEmpty(res: ServerResponse, status = 204, headers: Record<string, string> = {}) {
+  res.writeHead(status, headers)
+  res.end()
+}
+
+export type Logger = Pick<Console, 'error' | 'info'>
+
+/** Answers an error: an ApiError as `{ error, ...extra }`, anything else as a bare 500. */
+export function sendError(res: ServerResponse, error: unknown, log: Logger): void {
+  if (res.headersSent) {
+    res.destroy()
+    return
+  }
+  if (error instanceof ApiError) {
+    sendJson(res, error.status, { error: error.message, ...error.extra })
+    return
+  }
+  log.error(error)
+  sendJson(res, 500, { error: 'Internal server error' })
+}

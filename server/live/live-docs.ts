@@ -1,0 +1,379 @@
+import {
+  type DirectConnection,
+  type Document,
+  type Extension,
+  Hocuspocus,
+  isTransactionOrigin,
+  type onAuthenticatePayload,
+  type onChangePayload,
+  type onLoadDocumentPayload,
+} from '@hocuspocus/server'
+import * as Y from 'yjs'
+import type { Db, Queryable } from '../../persistence/db.ts'
+import { holdApiKey } from '../auth/api-keys.ts'
+import type { Logger } from '../http/json.ts'
+import { appendUpdate, compact, loadInto } from './doc-store.ts'
+import { Mutex } from './mutex.ts'
+import type { ChangeKind, ServerTransactionOrigin, WriteOrigin } from './origin.ts'
+
+/** What a live connection carries once authenticated. */
+export interface ConnectionContext {
+  orgId: string
+  userId?: string
+  keyId?: string
+  email: string
+}
+
+export type Authenticate = (token: string, documentName: string) => Promise<ConnectionContext>
+
+/** What a write's callback works with. Everything in it commits together or not at all. */
+export interface WriteScope {
+  /** The organisation's document as of this write; read it to validate before mutating. */
+  readonly doc: Y.Doc
+  /** The write's Postgres transaction. */
+  readonly tx: Queryable
+  readonly origin: WriteOrigin
+  /** The write's timestamp, ISO 8601 UTC. */
+  readonly now: string
+  /** Records a change-log row (get_changes reads these). */
+  changed(kind: ChangeKind, entityId: string): void
+  /** Applies document changes; synchronous, so nothing interleaves with them. */
+  mutate<T>(fn: (doc: Y.Doc) => T): T
+  /** Runs once the transaction committed and the live document has the change. */
+  afterCommit(fn: () => void): void
+}
+
+interface Entry {
+  name: string
+  connection: DirectConnection
+  live: Document
+  /**
+   * A replica of `live` that writes are computed on. Only committed update bytes reach
+   * `live` (and so the people watching it): a write whose commit fails leaves nothing
+   * visible anywhere, and the shadow is rebuilt from `live`.
+   */
+  shadow: Y.Doc
+  mirror: (update: Uint8Array, origin: unknown) => void
+  mutex: Mutex
+  refs: number
+  idleTimer: NodeJS.Timeout | undefined
+}
+
+interface PendingPeople {
+  updates: Uint8Array[]
+  timer: NodeJS.Timeout | undefined
+  flushing: Promise<void> | undefined
+}
+
+const DOC_NAME = /^[0-9a-f-]{36}\/(board|maps\/[0-9a-f-]{36})$/
+/** Appended rows after which a document is compacted. */
+const COMPACT_AFTER = 200
+/** People's updates are appended in batches this often. */
+const PEOPLE_FLUSH_MS = 50
+
+export function isWriteOrigin(origin: unknown): origin is ServerTransactionOrigin {
+  return (
+    isTransactionOrigin(origin) &&
+    origin.source === 'local' &&
+    typeof origin.context === 'object' &&
+    origin.context !== null &&
+    'write' in origin.context
+  )
+}
+
+/**
+ * Every live document of this process: Hocuspocus for the people's connections, plus the
+ * single path through which the server writes to a document.
+ */
+export class LiveDocs {
+  readonly hocuspocus: Hocuspocus<ConnectionContext>
+  private readonly entries = new Map<string, Promise<Entry>>()
+  private readonly pending = new Map<string, PendingPeople>()
+  private readonly appended = new Map<string, number>()
+  private readonly compactions = new Set<Promise<void>>()
+  private readonly db: Db
+  private readonly idleMs: number
+  private readonly log: Logger
+
+  constructor(options: { db: Db; idleMs: number; log: Logger; authenticate: Authenticate }) {
+    this.db = options.db
+    this.idleMs = options.idleMs
+    this.log = options.log
+    const extension: Extension = {
+      onAuthenticate: async ({ token, documentName }: onAuthenticatePayload) => {
+        if (!DOC_NAME.test(documentName)) throw new Error('Unknown document')
+        return options.authenticate(token, documentName)
+      },
+      onLoadDocument: async ({ document, documentName }: onLoadDocumentPayload) => {
+        const { rows } = await loadInto(this.db, documentName, document)
+        if (rows > COMPACT_AFTER) this.scheduleCompaction(documentName)
+      },
+      onChange: async ({ transactionOrigin, update, documentName }: onChangePayload) => {
+        if (isTransactionOrigin(transactionOrigin) && transactionOrigin.source === 'connection') {
+          this.queuePeopleUpdate(documentName, update)
+        }
+      },
+      onStoreDocument: async ({ documentName }) => this.flushPeople(documentName),
+      beforeUnloadDocument: async ({ documentName }) => this.flushPeople(documentName),
+    }
+    this.hocuspocus = new Hocuspocus<ConnectionContext>({
+      quiet: true,
+      extensions: [extension],
+    })
+  }
+
+  /** Reads the live document (loading it on demand). `fn` must not keep references. */
+  async read<T>(docName: string, fn: (doc: Y.Doc) => T): Promise<T> {
+    const entry = await this.acquire(docName)
+    try {
+      return fn(entry.live)
+    } finally {
+      this.release(entry)
+    }
+  }
+
+  /**
+   * The one write path: under the document's mutex, runs `fn` inside one Postgres
+   * transaction (holding the agent's key FOR SHARE so a revocation waits for it), appends
+   * the exact update bytes and the change rows in that transaction, and only after commit
+   * applies the bytes to the live document, which broadcasts them to every provider.
+   */
+  async write<T>(
+    docName: string,
+    origin: WriteOrigin,
+    fn: (scope: WriteScope) => Promise<T>,
+  ): Promise<T> {
+    const entry = await this.acquire(docName)
+    try {
+      return await entry.mutex.run(() => this.runWrite(entry, origin, fn))
+    } finally {
+      this.release(entry)
+    }
+  }
+
+  private async runWrite<T>(
+    entry: Entry,
+    origin: WriteOrigin,
+    fn: (scope: WriteScope) => Promise<T>,
+  ): Promise<T> {
+    const marker: ServerTransactionOrigin = {
+      source: 'local',
+      skipStoreHooks: true,
+      context: { write: origin },
+    }
+    const updates: Uint8Array[] = []
+    const changes: { kind: ChangeKind; entityId: string }[] = []
+    const after: (() => void)[] = []
+    const shadow = entry.shadow
+    const collect = (update: Uint8Array, o: unknown) => {
+      if (o === marker) updates.push(update)
+    }
+    shadow.on('update', collect)
+    let merged: Uint8Array | undefined
+    try {
+      const result = await this.db.transaction(async (tx) => {
+        if (origin.type === 'agent') await holdApiKey(tx, origin.keyId)
+        const scope: WriteScope = {
+          doc: shadow,
+          tx,
+          origin,
+          now: new Date().toISOString(),
+          changed: (kind, entityId) => {
+            changes.push({ kind, entityId })
+          },
+          mutate: (mutation) => {
+            let out: ReturnType<typeof mutation> | undefined
+            shadow.transact(() => {
+              out = mutation(shadow)
+            }, marker)
+            return out as ReturnType<typeof mutation>
+          },
+          afterCommit: (f) => {
+            after.push(f)
+          },
+        }
+        const value = await fn(scope)
+        merged =
+          updates.length === 0
+            ? undefined
+            : updates.length === 1
+              ? updates[0]
+              : Y.mergeUpdates(updates)
+        await Promise.all([
+          merged ? appendUpdate(tx, entry.name, merged) : undefined,
+          changes.length > 0 ? recordChanges(tx, origin.orgId, changes) : undefined,
+        ])
+        return value
+      })
+      if (merged) {
+        Y.applyUpdate(entry.live, merged, marker)
+        this.countAppend(entry.name)
+      }
+      for (const f of after) f()
+      return result
+    } catch (error) {
+      if (updates.length > 0) this.rebuildShadow(entry)
+      throw error
+    } finally {
+      shadow.off('update', collect)
+    }
+  }
+
+  private rebuildShadow(entry: Entry): void {
+    entry.live.off('update', entry.mirror)
+    const shadow = new Y.Doc({ gc: true })
+    Y.applyUpdate(shadow, Y.encodeStateAsUpdate(entry.live))
+    entry.shadow = shadow
+    entry.mirror = (update, origin) => {
+      if (!isWriteOrigin(origin)) Y.applyUpdate(shadow, update, 'mirror')
+    }
+    entry.live.on('update', entry.mirror)
+  }
+
+  private acquire(docName: string): Promise<Entry> {
+    let promise = this.entries.get(docName)
+    if (!promise) {
+      promise = this.open(docName)
+      this.entries.set(docName, promise)
+      promise.catch(() => this.entries.delete(docName))
+    }
+    return promise.then((entry) => {
+      entry.refs += 1
+      if (entry.idleTimer) {
+        clearTimeout(entry.idleTimer)
+        entry.idleTimer = undefined
+      }
+      return entry
+    })
+  }
+
+  private async open(docName: string): Promise<Entry> {
+    const connection = await this.hocuspocus.openDirectConnection(docName, {
+      orgId: docName.slice(0, 36),
+      email: 'server',
+    })
+    const live = connection.document
+    if (!live) throw new Error(`document ${docName} closed while opening`)
+    const entry: Entry = {
+      name: docName,
+      connection,
+      live,
+      shadow: new Y.Doc(),
+      mirror: () => {},
+      mutex: new Mutex(),
+      refs: 0,
+      idleTimer: undefined,
+    }
+    this.rebuildShadow(entry)
+    return entry
+  }
+
+  private release(entry: Entry): void {
+    entry.refs -= 1
+    if (entry.refs > 0) return
+    entry.idleTimer = setTimeout(() => void this.unload(entry), this.idleMs)
+    entry.idleTimer.unref()
+  }
+
+  /** Drops the server's hold; Hocuspocus unloads the document once no person has it open. */
+  private async unload(entry: Entry): Promise<void> {
+    if (entry.refs > 0) return
+    this.entries.delete(entry.name)
+    entry.live.off('update', entry.mirror)
+    entry.shadow.destroy()
+    await entry.connection.disconnect()
+  }
+
+  private queuePeopleUpdate(docName: string, update: Uint8Array): void {
+    let p = this.pending.get(docName)
+    if (!p) {
+      p = { updates: [], timer: undefined, flushing: undefined }
+      this.pending.set(docName, p)
+    }
+    p.updates.push(update)
+    if (!p.timer) {
+      p.timer = setTimeout(() => void this.flushPeople(docName), PEOPLE_FLUSH_MS)
+      p.timer.unref()
+    }
+  }
+
+  /** Appends the people's updates received since the last flush, as one row. */
+  async flushPeople(docName: string): Promise<void> {
+    const p = this.pending.get(docName)
+    if (!p) return
+    if (p.timer) {
+      clearTimeout(p.timer)
+      p.timer = undefined
+    }
+    await p.flushing
+    if (p.updates.length === 0) return
+    const batch = p.updates
+    p.updates = []
+    const merged = batch.length === 1 ? (batch[0] as Uint8Array) : Y.mergeUpdates(batch)
+    p.flushing = appendUpdate(this.db, docName, merged)
+      .then(() => this.countAppend(docName))
+      .catch((error: unknown) => {
+        // Keep the bytes and try again: losing a person's edit is worse than a retry.
+        this.log.error('appending people updates failed; retrying', error)
+        p.updates.unshift(merged)
+        if (!p.timer) {
+          p.timer = setTimeout(() => void this.flushPeople(docName), 1000)
+          p.timer.unref()
+        }
+      })
+      .finally(() => {
+        p.flushing = undefined
+      })
+    await p.flushing
+  }
+
+  private countAppend(docName: string): void {
+    const n = (this.appended.get(docName) ?? 0) + 1
+    this.appended.set(docName, n)
+    if (n >= COMPACT_AFTER) this.scheduleCompaction(docName)
+  }
+
+  private scheduleCompaction(docName: string): void {
+    this.appended.set(docName, 0)
+    const job = compact(this.db, docName)
+      .catch((error: unknown) => this.log.error(`compacting ${docName} failed`, error))
+      .finally(() => this.compactions.delete(job))
+    this.compactions.add(job)
+  }
+
+  /** Flushes everything and unloads every document (graceful shutdown). */
+  async close(): Promise<void> {
+    for (const promise of this.entries.values()) {
+      const entry = await promise.catch(() => undefined)
+      if (entry?.idleTimer) clearTimeout(entry.idleTimer)
+    }
+    this.hocuspocus.closeConnections()
+    await Promise.all([...this.pending.keys()].map((name) => this.flushPeople(name)))
+    for (const promise of [...this.entries.values()]) {
+      const entry = await promise.catch(() => undefined)
+      if (entry) {
+        entry.refs = 0
+        await this.unload(entry)
+      }
+    }
+    await Promise.all([...this.pending.keys()].map((name) => this.flushPeople(name)))
+    await Promise.all(this.compactions)
+  }
+}
+
+async function recordChanges(
+  tx: Queryable,
+  orgId: string,
+  changes: { kind: ChangeKind; entityId: string }[],
+): Promise<void> {
+  const values: string[] = []
+  const params: unknown[] = [orgId]
+  for (const c of changes) {
+    params.push(c.kind, c.entityId)
+    values.push(`($1, $${params.length - 1}, $${params.length})`)
+  }
+  await tx.query(
+    `insert into changes (org_id, kind, entity_id) values ${values.join(', ')}`,
+    params,
+  )
+}

@@ -1,0 +1,26 @@
+import type { AgentIdentity } from '../../shared/labels.ts'
+
+/**
+ * Who a server-side document write is made for. Persistence, the change log, claim checks
+ * and (later) webhooks read this; nobody guesses from the update bytes.
+ */
+export type WriteOrigin =
+  | {
+      type: 'agent'
+      orgId: string
+      keyId: string
+      email: string
+      identity: AgentIdentity
+    }
+  | { type: 'person'; orgId: string; userId: string; email: string }
+  | { type: 'server'; orgId: string }
+
+export const CHANGE_KINDS = ['task', 'column', 'comment', 'attachment', 'claim'] as const
+export type ChangeKind = (typeof CHANGE_KINDS)[number]
+
+/** Marks transactions on a live document that the server itself applied. */
+export interface ServerTransactionOrigin {
+  source: 'local'
+  skipStoreHooks: true
+  context: { write: WriteOrigin }
+}

@@ -1,0 +1,26 @@
+import { createApp } from './app.ts'
+import { loadConfig } from './config.ts'
+
+/** `npm start`: serves everything on PORT until SIGTERM or SIGINT, then drains and exits 0. */
+const config = loadConfig()
+const app = await createApp(config)
+const url = await app.listen()
+console.info(
+  `Corkboard listening on ${url} (storage: ${config.databaseUrl ? 'Postgres' : `PGlite in ${config.dataDir}`})`,
+)
+
+let stopping = false
+const stop = async (signal: string) => {
+  if (stopping) return
+  stopping = true
+  console.info(`${signal}: finishing in-flight requests and flushing documents`)
+  try {
+    await app.close()
+    process.exit(0)
+  } catch (error) {
+    console.error('shutdown failed', error)
+    process.exit(1)
+  }
+}
+process.on('SIGTERM', () => void stop('SIGTERM'))
+process.on('SIGINT', () => void stop('SIGINT'))

@@ -1,0 +1,42 @@
+import { z } from 'zod'
+import { LIMITS } from '../constants.ts'
+import { id, int, oneOf, params } from './common.ts'
+
+/** whoami: the organisation, the key in use and how much is on the board. Read-only. */
+export const whoami = params({})
+
+/**
+ * get_board: every column, every non-archived card and the organisation-wide activity.
+ * All filters combine; `tags` is computed before the tag filter.
+ */
+export const get_board = params({
+  include: z
+    .array(oneOf('include', ['comments', 'attachments']), {
+      error: 'include must be an array holding "comments" and/or "attachments"',
+    })
+    .optional(),
+  projectId: id('projectId').optional(),
+  lastCommentBy: oneOf('lastCommentBy', ['human', 'agent']).optional(),
+  commentsPerCard: int(
+    'commentsPerCard',
+    LIMITS.commentsPerCard.min,
+    LIMITS.commentsPerCard.max,
+  ).optional(),
+  tag: z.string({ error: 'tag must be a string' }).optional(),
+  priority: z
+    .string({ error: 'priority must be one of urgent, high, normal, low, none' })
+    .transform((s) => s.toLowerCase())
+    .pipe(oneOf('priority', ['urgent', 'high', 'normal', 'low', 'none']))
+    .optional(),
+  columnId: id('columnId').optional(),
+  summary: z.boolean({ error: 'summary must be true or false' }).optional(),
+})
+
+/** get_task: one card in full, archived ones too. 404 for a missing or foreign id. */
+export const get_task = params({ taskId: id('taskId') })
+
+/** list_columns: columns in board order; with projectId, the project's own plus organisation-level ones. */
+export const list_columns = params({ projectId: id('projectId').optional() })
+
+/** list_projects: every project of the organisation. */
+export const list_projects = params({})

@@ -1,0 +1,72 @@
+import { z } from 'zod'
+import { LIMITS } from '../constants.ts'
+import { finite, id, priority, taskType, text, writeParams } from './common.ts'
+
+const title = text('title', LIMITS.taskTitle.min, LIMITS.taskTitle.max)
+const description = z
+  .string({ error: 'description must be a string' })
+  .max(LIMITS.taskDescription.max, {
+    error: `description must be at most ${LIMITS.taskDescription.max} characters`,
+  })
+
+/** create_task: appended to the bottom of the column when `position` is omitted. Not idempotent. */
+export const create_task = writeParams({
+  columnId: id('columnId'),
+  title,
+  description: description.optional(),
+  projectId: id('projectId').optional(),
+  position: finite('position').optional(),
+  type: taskType.optional(),
+  priority: priority.optional(),
+})
+
+/**
+ * update_task: writes only the fields sent (at least one). An empty string clears
+ * description, type or priority; a null priority is refused. Claim locked.
+ */
+export const update_task = writeParams({
+  taskId: id('taskId'),
+  title: title.optional(),
+  description: description.optional(),
+  projectId: z
+    .string({
+      error: (i) =>
+        i.input === null
+          ? 'projectId cannot be null: there is no way through the API to unset a project'
+          : 'projectId must be a UUID (malformed id)',
+    })
+    .pipe(id('projectId'))
+    .optional(),
+  type: z
+    .union([z.literal(''), taskType], {
+      error:
+        'type must be one of bug, feature, improvement, chore, question, research, or "" to clear it',
+    })
+    .optional(),
+  priority: z
+    .union([z.literal(''), priority], {
+      error: (i) =>
+        i.input === null
+          ? 'priority cannot be null; send "" to clear it back to untriaged'
+          : 'priority must be one of urgent, high, normal, low, or "" to clear it',
+    })
+    .optional(),
+})
+
+/** set_task_tags: replaces the whole set; trims, folds case duplicates keeping the first. Claim locked. */
+export const set_task_tags = writeParams({
+  taskId: id('taskId'),
+  tags: z.array(z.string({ error: 'tags must be an array of strings' }), {
+    error: (i) => (i.input === undefined ? 'tags is required' : 'tags must be an array of strings'),
+  }),
+})
+
+/** move_task: appended to the bottom of the destination when `position` is omitted. Claim locked. */
+export const move_task = writeParams({
+  taskId: id('taskId'),
+  columnId: id('columnId'),
+  position: finite('position').optional(),
+})
+
+/** archive_task: idempotent; a second call returns the original archivedAt. Claim locked. */
+export const archive_task = writeParams({ taskId: id('taskId') })

@@ -1,0 +1,35 @@
+import { type App, createApp } from '../../server/app.ts'
+import { type Config, loadConfig } from '../../server/config.ts'
+import { freshDb, type StorageKind, type TestDb } from './storage.ts'
+
+export interface TestServer {
+  app: App
+  url: string
+  storage: TestDb
+  close(): Promise<void>
+}
+
+/** A real server on port 0 over a fresh database of the given kind. */
+export async function startServer(kind: StorageKind, overrides: Partial<Config> = {}): Promise<TestServer> {
+  const storage = await freshDb(kind)
+  const config: Config = {
+    ...loadConfig({}),
+    port: 0,
+    host: '127.0.0.1',
+    logLevel: 'error',
+    // Cheap password hashing keeps sign-ups fast; the format and the code path are the same.
+    scryptN: 1024,
+    ...overrides,
+  }
+  const app = await createApp(config, { db: storage.db })
+  const url = await app.listen()
+  return {
+    app,
+    url,
+    storage,
+    async close() {
+      await app.close()
+      await storage.drop()
+    },
+  }
+}

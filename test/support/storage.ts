@@ -1,0 +1,47 @@
+import { randomBytes } from 'node:crypto'
+import postgres from 'postgres'
+import { type Db, openDb } from '../../persistence/db.ts'
+import { migrate } from '../../persistence/migrate.ts'
+
+/** Every storage test runs against both; real Postgres is required (unreachable is a failure). */
+export const STORAGES = ['pglite', 'postgres'] as const
+export type StorageKind = (typeof STORAGES)[number]
+
+export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+
+export interface TestDb {
+  db: Db
+  /** Set for Postgres: the URL of this test's own database. */
+  url: string | undefined
+  drop(): Promise<void>
+}
+
+/** A fresh, migrated database: in-memory PGlite, or a new Postgres database dropped afterwards. */
+export async function freshDb(kind: StorageKind, options: { migrate?: boolean } = {}): Promise<TestDb> {
+  if (kind === 'pglite') {
+    const db = await openDb({ dataDir: 'memory://' })
+    if (options.migrate !== false) await migrate(db)
+    return { db, url: undefined, drop: () => db.close() }
+  }
+  const name = `cb_test_${randomBytes(6).toString('hex')}`
+  const admin = postgres(TEST_DATABASE_URL, { max: 1, onnotice: () => {} })
+  try {
+    await admin.unsafe(`create database ${name}`)
+  } catch (error) {
+    await admin.end()
+    throw new Error(`Postgres at ${TEST_DATABASE_URL} is required for the tests: ${String(error)}`)
+  }
+  const url = new URL(TEST_DATABASE_URL)
+  url.pathname = `/${name}`
+  const db = await openDb({ databaseUrl: url.toString(), maxConnections: 60 })
+  if (options.migrate !== false) await migrate(db)
+  return {
+    db,
+    url: url.toString(),
+    async drop() {
+      await db.close()
+      await admin.unsafe(`drop database if exists ${name} with (force)`)
+      await admin.end()
+    },
+  }
+}
