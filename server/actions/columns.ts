@@ -102,7 +102,22 @@ export async function delete_column(
       }
       maps.columns.delete(input.columnId)
     })
-    for (const card of cards) w.changed('task', card.id)
+    if (dest !== undefined) {
+      const after = new BoardView(w.doc)
+      const destination = after.requireColumn(dest, 'destinationColumnId')
+      for (const card of cards) {
+        w.changed('task', card.id)
+        w.emit({
+          type: 'card.moved',
+          data: {
+            task: after.present(after.requireTask(card.id)),
+            fromColumnId: input.columnId,
+            toColumnId: dest,
+            toColumnTitle: destination.title,
+          },
+        })
+      }
+    }
     return { deleted: true as const, columnId: input.columnId, movedCount: cards.length }
   })
 }

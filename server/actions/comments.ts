@@ -26,7 +26,12 @@ export async function add_comment(
       boardMaps(doc).comments.set(id, m)
     })
     w.changed('comment', id)
-    return { comment: readComment(id, boardMaps(w.doc).comments.get(id) as Y.Map<unknown>) }
+    const comment = readComment(id, boardMaps(w.doc).comments.get(id) as Y.Map<unknown>)
+    w.emit({
+      type: 'comment.added',
+      data: { comment, taskId: input.taskId, authorIsHuman: comment.agentName === null },
+    })
+    return { comment }
   })
 }
 

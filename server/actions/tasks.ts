@@ -51,7 +51,9 @@ export async function create_task(
       boardMaps(doc).tasks.set(id, m)
     })
     w.changed('task', id)
-    return { task: presentAfterWrite(w, id) }
+    const task = presentAfterWrite(w, id)
+    w.emit({ type: 'card.created', data: { task } })
+    return { task }
   })
 }
 
@@ -139,8 +141,8 @@ export async function move_task(
 ): Promise<ActionResults['move_task']> {
   return ctx.writeBoard(async (w) => {
     const view = new BoardView(w.doc)
-    view.requireTask(input.taskId)
-    view.requireColumn(input.columnId)
+    const before = view.requireTask(input.taskId)
+    const destination = view.requireColumn(input.columnId)
     await assertClaimsAllow(w.tx, [input.taskId], ctx.actor)
     const position = input.position ?? appendAfterOthers(view, input.columnId, input.taskId)
     w.mutate((doc) => {
@@ -150,7 +152,19 @@ export async function move_task(
       m.set('updatedAt', w.now)
     })
     w.changed('task', input.taskId)
-    return { task: presentAfterWrite(w, input.taskId) }
+    const task = presentAfterWrite(w, input.taskId)
+    if (before.columnId !== destination.id) {
+      w.emit({
+        type: 'card.moved',
+        data: {
+          task,
+          fromColumnId: before.columnId,
+          toColumnId: destination.id,
+          toColumnTitle: destination.title,
+        },
+      })
+    }
+    return { task }
   })
 }
 

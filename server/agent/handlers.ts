@@ -1,8 +1,7 @@
 import type { ActionInput, ActionName, ActionResults } from '../../shared/actions.ts'
-import * as read from '../actions/board-read.ts'
-import * as columns from '../actions/columns.ts'
-import * as comments from '../actions/comments.ts'
-import * as tasks from '../actions/tasks.ts'
+import { boardHandlers } from '../actions/board-handlers.ts'
+import { claimHandlers } from '../actions/claim-handlers.ts'
+import { mapHandlers } from '../actions/map-handlers.ts'
 import type { ActionContext } from './context.ts'
 
 export type Handler<N extends ActionName> = (
@@ -10,22 +9,12 @@ export type Handler<N extends ActionName> = (
   input: ActionInput<N>,
 ) => Promise<ActionResults[N]>
 
+/** Handlers of one family of actions, keyed exactly like that family's table. */
+export type HandlerMap<Names extends ActionName> = { [N in Names]: Handler<N> }
+
 /** One handler per action of `shared/actions.ts`; the type makes a missing one a compile error. */
-export const handlers: { [N in ActionName]: Handler<N> } = {
-  whoami: read.whoami,
-  get_board: read.get_board,
-  get_task: read.get_task,
-  list_columns: read.list_columns,
-  list_projects: read.list_projects,
-  create_task: tasks.create_task,
-  update_task: tasks.update_task,
-  set_task_tags: tasks.set_task_tags,
-  move_task: tasks.move_task,
-  archive_task: tasks.archive_task,
-  add_comment: comments.add_comment,
-  update_comment: comments.update_comment,
-  delete_comment: comments.delete_comment,
-  create_column: columns.create_column,
-  rename_column: columns.rename_column,
-  delete_column: columns.delete_column,
+export const handlers: HandlerMap<ActionName> = {
+  ...boardHandlers,
+  ...claimHandlers,
+  ...mapHandlers,
 }

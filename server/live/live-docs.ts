@@ -14,7 +14,13 @@ import { holdApiKey } from '../auth/api-keys.ts'
 import type { Logger } from '../http/json.ts'
 import { appendUpdate, compact, loadInto } from './doc-store.ts'
 import { Mutex } from './mutex.ts'
-import type { ChangeKind, ServerTransactionOrigin, WriteOrigin } from './origin.ts'
+import type {
+  ChangeKind,
+  DomainEvent,
+  EventSink,
+  ServerTransactionOrigin,
+  WriteOrigin,
+} from './origin.ts'
 
 /** What a live connection carries once authenticated. */
 export interface ConnectionContext {
@@ -37,6 +43,8 @@ export interface WriteScope {
   readonly now: string
   /** Records a change-log row (get_changes reads these). */
   changed(kind: ChangeKind, entityId: string): void
+  /** Records an event for webhooks, committed with the write (the outbox). */
+  emit(event: DomainEvent): void
   /** Applies document changes; synchronous, so nothing interleaves with them. */
   mutate<T>(fn: (doc: Y.Doc) => T): T
   /** Runs once the transaction committed and the live document has the change. */
@@ -94,6 +102,8 @@ export class LiveDocs {
   private readonly db: Db
   private readonly idleMs: number
   private readonly log: Logger
+  /** Where writes' events go; set by the webhooks module. Without it events are dropped. */
+  eventSink: EventSink | undefined
 
   constructor(options: { db: Db; idleMs: number; log: Logger; authenticate: Authenticate }) {
     this.db = options.db
@@ -163,6 +173,7 @@ export class LiveDocs {
     }
     const updates: Uint8Array[] = []
     const changes: { kind: ChangeKind; entityId: string }[] = []
+    const events: DomainEvent[] = []
     const after: (() => void)[] = []
     const shadow = entry.shadow
     const collect = (update: Uint8Array, o: unknown) => {
@@ -180,6 +191,9 @@ export class LiveDocs {
           now: new Date().toISOString(),
           changed: (kind, entityId) => {
             changes.push({ kind, entityId })
+          },
+          emit: (event) => {
+            events.push(event)
           },
           mutate: (mutation) => {
             let out: ReturnType<typeof mutation> | undefined
@@ -202,6 +216,7 @@ export class LiveDocs {
         await Promise.all([
           merged ? appendUpdate(tx, entry.name, merged) : undefined,
           changes.length > 0 ? recordChanges(tx, origin.orgId, changes) : undefined,
+          events.length > 0 && this.eventSink ? this.eventSink(tx, origin, events) : undefined,
         ])
         return value
       })

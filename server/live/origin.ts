@@ -24,3 +24,22 @@ export interface ServerTransactionOrigin {
   skipStoreHooks: true
   context: { write: WriteOrigin }
 }
+
+export const EVENT_TYPES = ['card.created', 'card.moved', 'comment.added'] as const
+export type EventType = (typeof EVENT_TYPES)[number]
+
+/**
+ * Something a write did that webhooks announce. Recorded in the write's own transaction
+ * (the outbox), so an event exists exactly when its change committed.
+ */
+export interface DomainEvent {
+  type: EventType
+  data: Record<string, unknown>
+}
+
+/** Stores a write's events inside its transaction; the webhooks module provides it. */
+export type EventSink = (
+  tx: import('../../persistence/db.ts').Queryable,
+  origin: WriteOrigin,
+  events: readonly DomainEvent[],
+) => Promise<void>

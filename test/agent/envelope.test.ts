@@ -1,6 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { boardDocName, boardMaps } from '../../shared/board-doc.ts'
-import { Agent, connectProvider, eventually, ownerWithAgent, type Person } from '../support/client.ts'
+import {
+  Agent,
+  connectProvider,
+  eventually,
+  ownerWithAgent,
+  type Person,
+} from '../support/client.ts'
 import { startServer, type TestServer } from '../support/server.ts'
 import { STORAGES } from '../support/storage.ts'
 
@@ -18,19 +24,32 @@ describe.each(STORAGES)('agent endpoint envelope (%s)', (kind) => {
   const post = (body: string, headers: Record<string, string> = {}) =>
     fetch(`${server.url}/api/agent`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${agent.key}`, 'content-type': 'application/json', ...headers },
+      headers: {
+        authorization: `Bearer ${agent.key}`,
+        'content-type': 'application/json',
+        ...headers,
+      },
       body,
     })
 
-  test.each(['GET', 'PUT', 'PATCH', 'DELETE'])('any method other than POST returns 405 (%s)', async (method) => {
-    const res = await fetch(`${server.url}/api/agent`, { method, headers: { authorization: `Bearer ${agent.key}` } })
-    expect(res.status).toBe(405)
-    expect(res.headers.get('allow')).toBe('POST')
-    expect((await res.json()).error).toMatch(/POST/)
-  })
+  test.each(['GET', 'PUT', 'PATCH', 'DELETE'])(
+    'any method other than POST returns 405 (%s)',
+    async (method) => {
+      const res = await fetch(`${server.url}/api/agent`, {
+        method,
+        headers: { authorization: `Bearer ${agent.key}` },
+      })
+      expect(res.status).toBe(405)
+      expect(res.headers.get('allow')).toBe('POST')
+      expect((await res.json()).error).toMatch(/POST/)
+    },
+  )
 
   test('a missing Authorization header is a 401 whose message hints at the redirecting bare domain', async () => {
-    const res = await fetch(`${server.url}/api/agent`, { method: 'POST', body: '{"action":"whoami"}' })
+    const res = await fetch(`${server.url}/api/agent`, {
+      method: 'POST',
+      body: '{"action":"whoami"}',
+    })
     expect(res.status).toBe(401)
     expect((await res.json()).error).toMatch(/redirect/)
   })
@@ -43,7 +62,9 @@ describe.each(STORAGES)('agent endpoint envelope (%s)', (kind) => {
 
   test('a well-formed key with a wrong checksum is refused as malformed', async () => {
     const last = agent.key.at(-1) === '0' ? '1' : '0'
-    const res = await post('{"action":"whoami"}', { authorization: `Bearer ${agent.key.slice(0, -1)}${last}` })
+    const res = await post('{"action":"whoami"}', {
+      authorization: `Bearer ${agent.key.slice(0, -1)}${last}`,
+    })
     expect(res.status).toBe(401)
   })
 
@@ -65,7 +86,9 @@ describe.each(STORAGES)('agent endpoint envelope (%s)', (kind) => {
     expect((await temp.call('whoami')).status).toBe(200)
     const list = await owner.request('GET', `/api/app/orgs/${owner.orgId}/api-keys`)
     const row = list.body.apiKeys.find((k: { name: string }) => k.name === 'short-lived')
-    expect((await owner.request('DELETE', `/api/app/orgs/${owner.orgId}/api-keys/${row.id}`)).status).toBe(204)
+    expect(
+      (await owner.request('DELETE', `/api/app/orgs/${owner.orgId}/api-keys/${row.id}`)).status,
+    ).toBe(204)
     const after = await temp.call('whoami')
     expect(after.status).toBe(401)
     expect(after.body.error).toMatch(/revoked/)
@@ -125,7 +148,10 @@ describe.each(STORAGES)('agent endpoint envelope (%s)', (kind) => {
     const live = await connectProvider(server.url, boardDocName(owner.orgId), token)
     try {
       const { columns } = await agent.ok('list_columns')
-      const { task } = await agent.ok('create_task', { columnId: columns[0].id, title: 'Seen live' })
+      const { task } = await agent.ok('create_task', {
+        columnId: columns[0].id,
+        title: 'Seen live',
+      })
       const seen = await eventually(() => boardMaps(live.doc).tasks.get(task.id)?.get('title'))
       expect(seen).toBe('Seen live')
     } finally {

@@ -34,7 +34,14 @@ export class Person {
     return { status: res.status, body: text ? JSON.parse(text) : undefined, headers: res.headers }
   }
 
-  async signUp(fields: Partial<{ email: string; password: string; name: string; organizationName: string }> = {}) {
+  async signUp(
+    fields: Partial<{
+      email: string
+      password: string
+      name: string
+      organizationName: string
+    }> = {},
+  ) {
     const email = fields.email ?? `p-${randomBytes(5).toString('hex')}@example.test`
     const res = await this.request('POST', '/api/app/signup', {
       email,
@@ -42,7 +49,8 @@ export class Person {
       name: fields.name ?? 'Pat Person',
       organizationName: fields.organizationName ?? 'Acme',
     })
-    if (res.status !== 201) throw new Error(`signup failed: ${res.status} ${JSON.stringify(res.body)}`)
+    if (res.status !== 201)
+      throw new Error(`signup failed: ${res.status} ${JSON.stringify(res.body)}`)
     this.user = res.body.user
     this.orgId = res.body.organization.id
     return res.body
@@ -50,7 +58,8 @@ export class Person {
 
   async createKey(name = 'agent key', orgId = this.orgId): Promise<string> {
     const res = await this.request('POST', `/api/app/orgs/${orgId}/api-keys`, { name })
-    if (res.status !== 201) throw new Error(`key creation failed: ${res.status} ${JSON.stringify(res.body)}`)
+    if (res.status !== 201)
+      throw new Error(`key creation failed: ${res.status} ${JSON.stringify(res.body)}`)
     return res.body.key
   }
 
@@ -105,7 +114,11 @@ export interface LiveClient {
 }
 
 /** A real Hocuspocus provider over a real WebSocket, resolved once synced. */
-export async function connectProvider(url: string, name: string, token: string): Promise<LiveClient> {
+export async function connectProvider(
+  url: string,
+  name: string,
+  token: string,
+): Promise<LiveClient> {
   const doc = new Y.Doc()
   const socket = new HocuspocusProviderWebsocket({ url: `${url.replace(/^http/, 'ws')}/sync` })
   const provider = new HocuspocusProvider({ websocketProvider: socket, name, document: doc, token })

@@ -10,7 +10,10 @@ export interface TestServer {
 }
 
 /** A real server on port 0 over a fresh database of the given kind. */
-export async function startServer(kind: StorageKind, overrides: Partial<Config> = {}): Promise<TestServer> {
+export async function startServer(
+  kind: StorageKind,
+  overrides: Partial<Config> = {},
+): Promise<TestServer> {
   const storage = await freshDb(kind)
   const config: Config = {
     ...loadConfig({}),

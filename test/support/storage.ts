@@ -7,7 +7,8 @@ import { migrate } from '../../persistence/migrate.ts'
 export const STORAGES = ['pglite', 'postgres'] as const
 export type StorageKind = (typeof STORAGES)[number]
 
-export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+export const TEST_DATABASE_URL =
+  process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 
 export interface TestDb {
   db: Db
@@ -17,7 +18,10 @@ export interface TestDb {
 }
 
 /** A fresh, migrated database: in-memory PGlite, or a new Postgres database dropped afterwards. */
-export async function freshDb(kind: StorageKind, options: { migrate?: boolean } = {}): Promise<TestDb> {
+export async function freshDb(
+  kind: StorageKind,
+  options: { migrate?: boolean } = {},
+): Promise<TestDb> {
   if (kind === 'pglite') {
     const db = await openDb({ dataDir: 'memory://' })
     if (options.migrate !== false) await migrate(db)

@@ -1,0 +1,175 @@
+import type {
+  Assignee,
+  Attachment,
+  ClaimRecord,
+  Column,
+  Comment,
+  Project,
+  Task,
+  TaskSummary,
+} from '../records.ts'
+import * as read from '../schemas/board-read.ts'
+import * as columns from '../schemas/columns.ts'
+import * as comments from '../schemas/comments.ts'
+import * as tasks from '../schemas/tasks.ts'
+
+import { spec } from './spec.ts'
+
+/** The board actions: reading, cards, comments and columns. */
+export const boardActions = {
+  whoami: spec({
+    input: read.whoami,
+    write: false,
+    claimLocked: false,
+    description:
+      'Who am I: the organisation (id, name) this key belongs to, the key name and how much is on the board. A key for the wrong organisation still gets an empty board, so check here.',
+  }),
+  get_board: spec({
+    input: read.get_board,
+    write: false,
+    claimLocked: false,
+    description:
+      'Read the board: every column, every non-archived card (with its claim, comment and image counts) and the organisation-wide claim activity. Filters (projectId, columnId, tag, priority, lastCommentBy) combine; summary:true returns a compact card form; include adds the newest comments/attachments.',
+  }),
+  get_task: spec({
+    input: read.get_task,
+    write: false,
+    claimLocked: false,
+    description:
+      'Read one card in full (archived cards too): fields, the whole comment thread, attachments with short-lived links, assignees, the holder of its claim and its screenshots as image bytes.',
+  }),
+  list_columns: spec({
+    input: read.list_columns,
+    write: false,
+    claimLocked: false,
+    description:
+      "List columns in board order. With projectId: that project's own columns plus organisation-level ones. Move a card to the column whose projectId equals the card's.",
+  }),
+  list_projects: spec({
+    input: read.list_projects,
+    write: false,
+    claimLocked: false,
+    description:
+      'List the projects of the organisation (projects are created by people in the app).',
+  }),
+  create_task: spec({
+    input: tasks.create_task,
+    write: true,
+    claimLocked: false,
+    description:
+      'Create a card in a column. Leave position out to append it to the bottom (advised). type is one of bug, feature, improvement, chore, question, research; leaving priority out leaves the card untriaged.',
+  }),
+  update_task: spec({
+    input: tasks.update_task,
+    write: true,
+    claimLocked: true,
+    description:
+      'Update only the fields sent (title, description, projectId, type, priority; at least one). An empty string clears description, type or priority. Refused with 409 while another agent holds the card: claim it first, and send the same identity you claimed with.',
+  }),
+  set_task_tags: spec({
+    input: tasks.set_task_tags,
+    write: true,
+    claimLocked: true,
+    description:
+      'Replace the whole tag set of a card ([] clears it). Tags are trimmed and case duplicates folded; at most 20 tags of at most 40 characters. Claim locked.',
+  }),
+  move_task: spec({
+    input: tasks.move_task,
+    write: true,
+    claimLocked: true,
+    description:
+      "Move a card to a column. Leave position out to append it to the bottom (advised). Choose the column whose projectId equals the card's projectId. Claim locked.",
+  }),
+  add_comment: spec({
+    input: comments.add_comment,
+    write: true,
+    claimLocked: false,
+    description:
+      "Add a comment to a card; works under anyone's claim. Send agentName so the comment is attributed to an agent; without it the comment counts as a person's for lastCommentBy.",
+  }),
+  update_comment: spec({
+    input: comments.update_comment,
+    write: true,
+    claimLocked: false,
+    description:
+      "Edit a comment this key wrote (403 for anyone else's). Author and timestamp are kept, editedAt is set, nobody is notified.",
+  }),
+  delete_comment: spec({
+    input: comments.delete_comment,
+    write: true,
+    claimLocked: false,
+    description: "Delete a comment this key wrote (403 for anyone else's). Permanent.",
+  }),
+  archive_task: spec({
+    input: tasks.archive_task,
+    write: true,
+    claimLocked: true,
+    description:
+      'Archive a card: it leaves get_board but stays readable with get_task. Idempotent: archiving again returns the original archivedAt. Claim locked.',
+  }),
+  create_column: spec({
+    input: columns.create_column,
+    write: true,
+    claimLocked: false,
+    description:
+      'Create a column, appended at the end unless position is given; organisation-level unless projectId is given.',
+  }),
+  rename_column: spec({
+    input: columns.rename_column,
+    write: true,
+    claimLocked: false,
+    description: 'Rename a column; its cards and their positions are untouched.',
+  }),
+  delete_column: spec({
+    input: columns.delete_column,
+    write: true,
+    claimLocked: true,
+    description:
+      'Delete a column. If it still holds cards (archived ones count), pass destinationColumnId to move them to its bottom in order. Refused with 409 while any card in it is actively worked.',
+  }),
+} as const
+
+/** What each action returns on success. */
+export interface BoardResults {
+  whoami: {
+    organization: { id: string; name: string }
+    key: { id: string; name: string; prefix: string; createdAt: string }
+    agent: { email: string; label: string }
+    board: {
+      columns: number
+      tasks: number
+      archivedTasks: number
+      projects: number
+      comments: number
+    }
+  }
+  get_board: {
+    columns: Column[]
+    tasks: Task[] | TaskSummary[]
+    activity: ClaimRecord[]
+    tags: string[]
+    comments?: Comment[]
+    attachments?: Attachment[]
+  }
+  get_task: {
+    task: Task
+    claim: ClaimRecord | null
+    assignees: Assignee[]
+    comments: Comment[]
+    attachments: Attachment[]
+    images: { attachmentId: string; mimeType: string; dataBase64: string }[]
+  }
+  list_columns: { columns: Omit<Column, 'onFire'>[] }
+  list_projects: { projects: Project[] }
+  create_task: { task: Task }
+  update_task: { task: Task }
+  set_task_tags: { task: Task }
+  move_task: { task: Task }
+  add_comment: { comment: Comment }
+  update_comment: { comment: Comment }
+  delete_comment: { deleted: true; commentId: string }
+  archive_task: { taskId: string; archivedAt: string }
+  create_column: { column: Column }
+  rename_column: { columnId: string; title: string; updatedAt: string }
+  delete_column: { deleted: true; columnId: string; movedCount: number }
+}

@@ -1,0 +1,14 @@
+import type { z } from 'zod'
+
+/** One row of the action table. */
+export interface ActionSpec<S extends z.ZodType = z.ZodType> {
+  input: S
+  /** What an agent reads as the MCP tool's description: how to use the action well. */
+  description: string
+  /** Refused with 409 while someone else holds the card. */
+  claimLocked: boolean
+  /** Changes state (takes the identity params). */
+  write: boolean
+}
+
+export const spec = <S extends z.ZodType>(s: ActionSpec<S>) => s
