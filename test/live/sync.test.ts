@@ -1,0 +1,118 @@
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { signSyncToken } from '../../server/auth/sync-tokens.ts'
+import { sharedSecret } from '../../server/auth/secrets.ts'
+import { boardDocName, boardMaps } from '../../shared/board-doc.ts'
+import { connectProvider, eventually, ownerWithAgent } from '../support/client.ts'
+import { startServer, type TestServer } from '../support/server.ts'
+import { STORAGES } from '../support/storage.ts'
+
+describe.each(STORAGES)('live documents (%s)', (kind) => {
+  let server: TestServer
+
+  beforeAll(async () => {
+    server = await startServer(kind, { docIdleMs: 50 })
+  })
+  afterAll(() => server.close())
+
+  test('a person opens their organisation board with a sync token and sees its shape', async () => {
+    const { owner } = await ownerWithAgent(server.url)
+    const live = await connectProvider(server.url, boardDocName(owner.orgId), await owner.syncToken())
+    try {
+      const columns = boardMaps(live.doc).columns
+      expect(columns.size).toBe(4)
+      const first = [...columns.values()][0]
+      expect(Object.keys(first?.toJSON() ?? {}).sort()).toEqual(
+        ['createdAt', 'onFire', 'position', 'projectId', 'role', 'title', 'updatedAt'].sort(),
+      )
+    } finally {
+      live.destroy()
+    }
+  })
+
+  test('a program opens the board with its API key', async () => {
+    const { owner, agent } = await ownerWithAgent(server.url)
+    const live = await connectProvider(server.url, boardDocName(owner.orgId), agent.key)
+    try {
+      const { columns } = await agent.ok('list_columns')
+      const { task } = await agent.ok('create_task', { columnId: columns[1].id, title: 'via key', description: 'text' })
+      const m = await eventually(() => boardMaps(live.doc).tasks.get(task.id))
+      expect(m.get('description').toString()).toBe('text')
+      expect(m.get('columnId')).toBe(columns[1].id)
+    } finally {
+      live.destroy()
+    }
+  })
+
+  test("a connection may not open another organisation's documents", async () => {
+    const a = await ownerWithAgent(server.url)
+    const b = await ownerWithAgent(server.url)
+    await expect(connectProvider(server.url, boardDocName(b.orgId), await a.owner.syncToken())).rejects.toThrow(
+      /authentication failed/,
+    )
+    await expect(connectProvider(server.url, boardDocName(b.orgId), a.agent.key)).rejects.toThrow(/authentication failed/)
+  })
+
+  test('an expired or forged sync token is refused', async () => {
+    const { owner } = await ownerWithAgent(server.url)
+    const secret = await sharedSecret(server.storage.db, 'sync-token')
+    const expired = signSyncToken(secret, { userId: owner.user?.id ?? '', orgId: owner.orgId, exp: Date.now() - 1 })
+    await expect(connectProvider(server.url, boardDocName(owner.orgId), expired)).rejects.toThrow(/authentication failed/)
+    const forged = signSyncToken('not the secret', { userId: owner.user?.id ?? '', orgId: owner.orgId, exp: Date.now() + 60_000 })
+    await expect(connectProvider(server.url, boardDocName(owner.orgId), forged)).rejects.toThrow(/authentication failed/)
+  })
+
+  test('a revoked key cannot open a live connection', async () => {
+    const { owner } = await ownerWithAgent(server.url)
+    const created = await owner.request('POST', `/api/app/orgs/${owner.orgId}/api-keys`, { name: 'gone' })
+    await owner.request('DELETE', `/api/app/orgs/${owner.orgId}/api-keys/${created.body.apiKey.id}`)
+    await expect(connectProvider(server.url, boardDocName(owner.orgId), created.body.key)).rejects.toThrow(
+      /authentication failed/,
+    )
+  })
+
+  test('a document name outside the two shapes is refused', async () => {
+    const { owner } = await ownerWithAgent(server.url)
+    await expect(connectProvider(server.url, `${owner.orgId}/secrets`, await owner.syncToken())).rejects.toThrow(
+      /authentication failed/,
+    )
+  })
+
+  test('a document with no connection is unloaded when idle and loads back the same', async () => {
+    const { owner, agent } = await ownerWithAgent(server.url)
+    const { columns } = await agent.ok('list_columns')
+    const { task } = await agent.ok('create_task', { columnId: columns[0].id, title: 'survives unload' })
+    const name = boardDocName(owner.orgId)
+    await eventually(() => (server.app.live.hocuspocus.documents.has(name) ? undefined : true))
+    const again = await agent.ok('get_task', { taskId: task.id })
+    expect(again.task.title).toBe('survives unload')
+  })
+
+  test("a person's edits are stored and survive the document's unload", async () => {
+    const { owner, agent } = await ownerWithAgent(server.url)
+    const { columns } = await agent.ok('list_columns')
+    const { task } = await agent.ok('create_task', { columnId: columns[0].id, title: 'before' })
+    const name = boardDocName(owner.orgId)
+    const live = await connectProvider(server.url, name, await owner.syncToken())
+    boardMaps(live.doc).tasks.get(task.id)?.set('title', 'edited by a person')
+    await eventually(() => (live.provider.hasUnsyncedChanges ? undefined : true))
+    live.destroy()
+    await eventually(() => (server.app.live.hocuspocus.documents.has(name) ? undefined : true))
+    expect((await agent.ok('get_task', { taskId: task.id })).task.title).toBe('edited by a person')
+  })
+
+  test('appended updates are compacted into one snapshot', async () => {
+    const { owner, agent } = await ownerWithAgent(server.url)
+    const { columns } = await agent.ok('list_columns')
+    for (let i = 0; i < 210; i++) await agent.ok('create_task', { columnId: columns[0].id, title: `card ${i}` })
+    const name = boardDocName(owner.orgId)
+    const count = async () =>
+      (await server.storage.db.query<{ n: number }>('select count(*)::int as n from doc_updates where doc_name = $1', [name]))[0]
+        ?.n ?? 0
+    const deadline = Date.now() + 10_000
+    while ((await count()) > 50 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
+    expect(await count()).toBeLessThanOrEqual(50)
+    await eventually(() => (server.app.live.hocuspocus.documents.has(name) ? undefined : true))
+    const board = await agent.ok('get_board', { summary: true })
+    expect(board.tasks).toHaveLength(210)
+  })
+})

@@ -1,0 +1,115 @@
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import * as Y from 'yjs'
+import type { Db } from '../../persistence/db.ts'
+import { migrate } from '../../persistence/migrate.ts'
+import { appendUpdate, compact, loadInto } from '../../server/live/doc-store.ts'
+import { freshDb, STORAGES, type TestDb } from '../support/storage.ts'
+
+/** One contract, every storage: the same SQL must behave the same on PGlite and Postgres. */
+describe.each(STORAGES)('storage contract (%s)', (kind) => {
+  let t: TestDb
+  let db: Db
+
+  beforeAll(async () => {
+    t = await freshDb(kind)
+    db = t.db
+  })
+  afterAll(() => t.drop())
+
+  test('migrations are recorded and applying them again changes nothing', async () => {
+    const applied = await db.query<{ name: string }>(
+      'select name from schema_migrations order by name',
+    )
+    expect(applied.map((r) => r.name)).toContain('001_core.sql')
+    expect(await migrate(db)).toEqual([])
+  })
+
+  test('timestamps come back as Date, bigint ids as numbers, bytea as bytes', async () => {
+    await appendUpdate(db, 'contract/types', new Uint8Array([1, 2, 3]))
+    const [row] = await db.query<{ id: unknown; data: unknown; created_at: unknown }>(
+      "select id, data, created_at from doc_updates where doc_name = 'contract/types'",
+    )
+    expect(typeof row?.id).toBe('number')
+    expect(row?.created_at).toBeInstanceOf(Date)
+    expect(row?.data).toBeInstanceOf(Uint8Array)
+    expect(Array.from(row?.data as Uint8Array)).toEqual([1, 2, 3])
+  })
+
+  test('a transaction that throws leaves nothing behind', async () => {
+    await expect(
+      db.transaction(async (tx) => {
+        await tx.query(
+          "insert into organizations (id, name) values ('00000000-0000-4000-8000-000000000001', 'gone')",
+        )
+        throw new Error('boom')
+      }),
+    ).rejects.toThrow('boom')
+    expect(await db.query("select 1 from organizations where name = 'gone'")).toEqual([])
+  })
+
+  test('a transaction that resolves commits every statement', async () => {
+    await db.transaction(async (tx) => {
+      await Promise.all([
+        tx.query(
+          "insert into organizations (id, name) values ('00000000-0000-4000-8000-000000000002', 'kept a')",
+        ),
+        tx.query(
+          "insert into organizations (id, name) values ('00000000-0000-4000-8000-000000000003', 'kept b')",
+        ),
+      ])
+    })
+    const rows = await db.query(
+      "select name from organizations where name like 'kept %' order by name",
+    )
+    expect(rows).toEqual([{ name: 'kept a' }, { name: 'kept b' }])
+  })
+
+  test('array parameters bind as Postgres arrays', async () => {
+    const rows = await db.query<{ n: number }>(
+      'select count(*)::int as n from unnest($1::text[]) as t',
+      [['a', 'b', 'c']],
+    )
+    expect(rows[0]?.n).toBe(3)
+  })
+
+  test('a document loads back from its appended updates', async () => {
+    const source = new Y.Doc()
+    const updates: Uint8Array[] = []
+    source.on('update', (u: Uint8Array) => updates.push(u))
+    for (let i = 0; i < 10; i++) source.getMap('m').set(`k${i}`, i)
+    for (const u of updates) await appendUpdate(db, 'contract/doc', u)
+    const copy = new Y.Doc()
+    const loaded = await loadInto(db, 'contract/doc', copy)
+    expect(loaded.rows).toBe(10)
+    expect(copy.getMap('m').toJSON()).toEqual(source.getMap('m').toJSON())
+  })
+
+  test('compaction replaces the rows by one snapshot holding the same state', async () => {
+    const source = new Y.Doc()
+    const updates: Uint8Array[] = []
+    source.on('update', (u: Uint8Array) => updates.push(u))
+    for (let i = 0; i < 300; i++) source.getArray('a').push([i])
+    for (const u of updates) await appendUpdate(db, 'contract/compact', u)
+    await compact(db, 'contract/compact')
+    const rows = await db.query("select id from doc_updates where doc_name = 'contract/compact'")
+    expect(rows).toHaveLength(1)
+    const copy = new Y.Doc()
+    await loadInto(db, 'contract/compact', copy)
+    expect(copy.getArray('a').toJSON()).toEqual(source.getArray('a').toJSON())
+  })
+
+  test('rows appended after a compaction read are kept alongside the snapshot', async () => {
+    const source = new Y.Doc()
+    const updates: Uint8Array[] = []
+    source.on('update', (u: Uint8Array) => updates.push(u))
+    source.getMap('m').set('a', 1)
+    source.getMap('m').set('b', 2)
+    for (const u of updates) await appendUpdate(db, 'contract/later', u)
+    await compact(db, 'contract/later')
+    source.getMap('m').set('c', 3)
+    await appendUpdate(db, 'contract/later', updates.at(-1) as Uint8Array)
+    const copy = new Y.Doc()
+    await loadInto(db, 'contract/later', copy)
+    expect(copy.getMap('m').toJSON()).toEqual({ a: 1, b: 2, c: 3 })
+  })
+})
