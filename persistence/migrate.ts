@@ -30,16 +30,24 @@ export async function migrate(db: Db): Promise<string[]> {
   return applied
 }
 
-/** Migrations are plain statements separated by semicolons at line ends; no functions. */
-function splitStatements(text: string): string[] {
-  return text
-    .split(/;\s*$/m)
-    .map((s) =>
-      s
-        .split('\n')
-        .filter((line) => !line.trim().startsWith('--'))
-        .join('\n')
-        .trim(),
-    )
-    .filter((s) => s.length > 0)
+/**
+ * Splits a migration into statements at semicolons that end a line, except inside `$$`
+ * bodies (functions); `--` comment lines are dropped.
+ */
+export function splitStatements(text: string): string[] {
+  const statements: string[] = []
+  let current: string[] = []
+  let inBody = false
+  for (const line of text.split('\n')) {
+    if (!inBody && line.trim().startsWith('--')) continue
+    current.push(line)
+    if ((line.match(/\$\$/g)?.length ?? 0) % 2 === 1) inBody = !inBody
+    if (!inBody && /;\s*$/.test(line)) {
+      statements.push(current.join('\n').trim().replace(/;$/, ''))
+      current = []
+    }
+  }
+  const rest = current.join('\n').trim()
+  if (rest) statements.push(rest)
+  return statements.filter((s) => s.length > 0)
 }

@@ -1,21 +1,31 @@
 import { PGlite, types } from '@electric-sql/pglite'
 import type { Db, Queryable, Row } from './db.ts'
+import { TrackedTx } from './pipeline.ts'
 
 const parsers = { [types.INT8]: (x: string) => Number(x) }
 
 export async function openPglite(dataDir: string): Promise<Db> {
   const pg = await PGlite.create(dataDir === 'memory://' ? undefined : dataDir, { parsers })
-  const adapt = (q: Pick<PGlite, 'query'>): Queryable => ({
-    async query<T extends Row>(text: string, params: readonly unknown[] = []) {
-      const result = await q.query<T>(text, params as unknown[])
-      return result.rows
-    },
-  })
-  const base = adapt(pg)
+  const adapt =
+    (q: Pick<PGlite, 'query'>): Queryable['query'] =>
+    async <T extends Row>(text: string, params: readonly unknown[] = []) =>
+      (await q.query<T>(text, params as unknown[])).rows
   return {
     kind: 'pglite',
-    query: base.query,
-    transaction: (fn) => pg.transaction((tx) => fn(adapt(tx))),
+    query: adapt(pg),
+    // One transaction at a time (PGlite is a single connection); statements issued without
+    // awaiting still run in order and are all settled before the commit.
+    transaction: (fn) =>
+      pg.transaction(async (inner) => {
+        const tx = new TrackedTx(adapt(inner))
+        try {
+          const value = await fn(tx)
+          await tx.settle()
+          return value
+        } catch (error) {
+          throw (await tx.firstFailure()) ?? error
+        }
+      }),
     async close() {
       await pg.close()
     },

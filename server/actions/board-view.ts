@@ -14,6 +14,7 @@ import { presentClaim, type StoredClaim } from '../../shared/claims.ts'
 import { effectivePriority } from '../../shared/priority.ts'
 import type { ClaimRecord, Column, Project, Task, TaskSummary } from '../../shared/records.ts'
 import { notFound } from '../api-error.ts'
+import { type BoardIndex, boardIndex } from './board-index.ts'
 
 interface CommentStats {
   count: number
@@ -30,8 +31,7 @@ export class BoardView {
   readonly columns = new Map<string, Column>()
   readonly projects = new Map<string, Project>()
   private readonly commentStats = new Map<string, CommentStats>()
-  private readonly imageCounts = new Map<string, number>()
-  private readonly claims = new Map<string, ClaimRecord>()
+  private readonly index: BoardIndex
 
   constructor(doc: Y.Doc, now = Date.now()) {
     this.doc = doc
@@ -43,21 +43,26 @@ export class BoardView {
     maps.projects.forEach((m, id) => {
       this.projects.set(id, readProject(id, m))
     })
-    maps.comments.forEach((m, id) => {
-      const c = readComment(id, m)
-      const stats = this.commentStats.get(c.taskId) ?? { count: 0, last: undefined }
-      stats.count += 1
-      if (!stats.last || newer(c, stats.last)) stats.last = c
-      this.commentStats.set(c.taskId, stats)
-    })
-    maps.attachments.forEach((m) => {
-      const taskId = m.get('taskId')
-      if (typeof taskId === 'string')
-        this.imageCounts.set(taskId, (this.imageCounts.get(taskId) ?? 0) + 1)
-    })
-    maps.claims.forEach((stored, taskId) => {
-      this.claims.set(taskId, presentClaim(stored as StoredClaim, now))
-    })
+    // Comments, screenshots and claims are read per card on demand, through the index.
+    this.index = boardIndex(doc)
+  }
+
+  /** A card's comment count and newest comment, from the index (no scan of all comments). */
+  private statsOf(taskId: string): CommentStats {
+    let stats = this.commentStats.get(taskId)
+    if (!stats) {
+      stats = { count: 0, last: undefined }
+      const comments = this.maps.comments
+      for (const id of this.index.commentIds(taskId)) {
+        const m = comments.get(id)
+        if (!m) continue
+        const c = readComment(id, m)
+        stats.count += 1
+        if (!stats.last || newer(c, stats.last)) stats.last = c
+      }
+      this.commentStats.set(taskId, stats)
+    }
+    return stats
   }
 
   get maps() {
@@ -109,11 +114,17 @@ export class BoardView {
 
   /** Claims of every card ever claimed (the `activity` array). */
   activity(): ClaimRecord[] {
-    return [...this.claims.values()].sort((a, b) => b.updatedAt.localeCompare(a.updatedAt))
+    const out: ClaimRecord[] = []
+    this.maps.claims.forEach((stored) => {
+      out.push(presentClaim(stored as StoredClaim, this.now))
+    })
+    return out.sort((a, b) => b.updatedAt.localeCompare(a.updatedAt))
   }
 
+  /** A card's claim: live, or lapsed (shown as lapsed and free); null if never claimed or released. */
   claimOf(taskId: string): ClaimRecord | null {
-    return this.claims.get(taskId) ?? null
+    const stored = this.maps.claims.get(taskId) as StoredClaim | undefined
+    return stored && !stored.releasedAt ? presentClaim(stored, this.now) : null
   }
 
   effectivePriority(t: StoredTask) {
@@ -121,8 +132,8 @@ export class BoardView {
   }
 
   present(t: StoredTask): Task {
-    const stats = this.commentStats.get(t.id)
-    const last = stats?.last
+    const stats = this.statsOf(t.id)
+    const last = stats.last
     return {
       id: t.id,
       columnId: t.columnId,
@@ -141,8 +152,8 @@ export class BoardView {
       archivedAt: t.archivedAt,
       createdByEmail: t.createdByEmail,
       claim: this.claimOf(t.id),
-      commentCount: stats?.count ?? 0,
-      imageCount: this.imageCounts.get(t.id) ?? 0,
+      commentCount: stats.count,
+      imageCount: this.index.attachmentIds(t.id).size,
       lastCommentBy: last ? (last.agentName ? 'agent' : 'human') : null,
       lastCommentAt: last?.createdAt ?? null,
       lastCommentAuthor: last ? (last.agentName ?? last.authorEmail) : null,
@@ -179,13 +190,9 @@ export class BoardView {
 
   /** The position that appends after the last card of a column. */
   appendPosition(columnId: string, step: number): number {
-    let max = Number.NEGATIVE_INFINITY
-    this.maps.tasks.forEach((m) => {
-      const p = m.get('position')
-      if (m.get('columnId') === columnId && typeof p === 'number' && p > max) max = p
-    })
-    return max === Number.NEGATIVE_INFINITY ? step : max + step
+    return this.index.appendPosition(columnId, step)
   }
+
 }
 
 function newer(a: StoredComment, b: StoredComment): boolean {

@@ -144,7 +144,7 @@ export async function move_task(
     const before = view.requireTask(input.taskId)
     const destination = view.requireColumn(input.columnId)
     await assertClaimsAllow(w.tx, [input.taskId], ctx.actor)
-    const position = input.position ?? appendAfterOthers(view, input.columnId, input.taskId)
+    const position = input.position ?? view.appendPosition(input.columnId, POSITION_STEP)
     w.mutate((doc) => {
       const m = boardMaps(doc).tasks.get(input.taskId) as Y.Map<unknown>
       m.set('columnId', input.columnId)
@@ -166,15 +166,6 @@ export async function move_task(
     }
     return { task }
   })
-}
-
-function appendAfterOthers(view: BoardView, columnId: string, taskId: string): number {
-  let max = Number.NEGATIVE_INFINITY
-  view.maps.tasks.forEach((m, id) => {
-    const p = m.get('position')
-    if (id !== taskId && m.get('columnId') === columnId && typeof p === 'number' && p > max) max = p
-  })
-  return max === Number.NEGATIVE_INFINITY ? POSITION_STEP : max + POSITION_STEP
 }
 
 /** archive_task: idempotent; archiving again returns the original archivedAt. Claim locked. */

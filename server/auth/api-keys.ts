@@ -149,14 +149,18 @@ export async function authenticateApiKey(db: Queryable, key: string): Promise<Ap
 }
 
 /**
- * Inside a write's transaction: locks the key row FOR SHARE so a concurrent revocation
- * waits for this write, and refuses the write if the key was revoked meanwhile.
+ * Inside a write's transaction: locks the key row FOR SHARE (so a concurrent revocation
+ * waits for this write) and fails the transaction if the key was revoked meanwhile. The
+ * check is a SQL function that raises, so it need not be awaited before the COMMIT: the
+ * whole write can go out in one round trip.
  */
 export async function holdApiKey(tx: Queryable, keyId: string): Promise<void> {
-  const [row] = await tx.query<{ revoked_at: Date | null }>(
-    'select revoked_at from api_keys where id = $1 for share',
-    [keyId],
-  )
-  if (!row || row.revoked_at)
-    throw new ApiError(401, `Invalid or revoked API key. ${INVALID_KEY_HINT}`)
+  await tx.query('select hold_api_key($1)', [keyId])
+}
+
+/** The 401 for a failure raised by hold_api_key, or undefined for any other error. */
+export function revokedKeyError(error: unknown): ApiError | undefined {
+  return (error as { code?: string } | null)?.code === 'CB401'
+    ? new ApiError(401, `Invalid or revoked API key. ${INVALID_KEY_HINT}`)
+    : undefined
 }

@@ -10,7 +10,7 @@ import {
 } from '@hocuspocus/server'
 import * as Y from 'yjs'
 import type { Db, Queryable } from '../../persistence/db.ts'
-import { holdApiKey } from '../auth/api-keys.ts'
+import { holdApiKey, revokedKeyError } from '../auth/api-keys.ts'
 import type { Logger } from '../http/json.ts'
 import { appendUpdate, compact, loadInto } from './doc-store.ts'
 import { Mutex } from './mutex.ts'
@@ -74,8 +74,10 @@ interface PendingPeople {
 }
 
 const DOC_NAME = /^[0-9a-f-]{36}\/(board|maps\/[0-9a-f-]{36})$/
-/** Appended rows after which a document is compacted. */
-const COMPACT_AFTER = 200
+/** Appended rows after which a document is compacted: each compaction replays the whole document, so amortise it. */
+const COMPACT_AFTER = 1000
+/** Rows at load time above which a document is compacted: loading many small rows is slow. */
+const COMPACT_ON_LOAD = 100
 /** People's updates are appended in batches this often. */
 const PEOPLE_FLUSH_MS = 50
 
@@ -116,7 +118,7 @@ export class LiveDocs {
       },
       onLoadDocument: async ({ document, documentName }: onLoadDocumentPayload) => {
         const { rows } = await loadInto(this.db, documentName, document)
-        if (rows > COMPACT_AFTER) this.scheduleCompaction(documentName)
+        if (rows > COMPACT_ON_LOAD) this.scheduleCompaction(documentName)
       },
       onChange: async ({ transactionOrigin, update, documentName }: onChangePayload) => {
         if (isTransactionOrigin(transactionOrigin) && transactionOrigin.source === 'connection') {
@@ -183,7 +185,8 @@ export class LiveDocs {
     let merged: Uint8Array | undefined
     try {
       const result = await this.db.transaction(async (tx) => {
-        if (origin.type === 'agent') await holdApiKey(tx, origin.keyId)
+        // Not awaited: pipelined with BEGIN; if it raises, the COMMIT fails with it.
+        if (origin.type === 'agent') void holdApiKey(tx, origin.keyId).catch(() => {})
         const scope: WriteScope = {
           doc: shadow,
           tx,
@@ -213,11 +216,13 @@ export class LiveDocs {
             : updates.length === 1
               ? updates[0]
               : Y.mergeUpdates(updates)
-        await Promise.all([
-          merged ? appendUpdate(tx, entry.name, merged) : undefined,
-          changes.length > 0 ? recordChanges(tx, origin.orgId, changes) : undefined,
-          events.length > 0 && this.eventSink ? this.eventSink(tx, origin, events) : undefined,
-        ])
+        // Not awaited: these go out together with the COMMIT in one round trip (a failure
+        // surfaces from the commit: TrackedTx.settle). They issue their statements at once.
+        if (merged) appendUpdate(tx, entry.name, merged).catch(() => {})
+        if (changes.length > 0) recordChanges(tx, origin.orgId, changes).catch(() => {})
+        // Awaited: a sink may wait on a query before issuing its inserts, and those must
+        // reach the transaction before the COMMIT does.
+        if (events.length > 0 && this.eventSink) await this.eventSink(tx, origin, events)
         return value
       })
       if (merged) {
@@ -228,7 +233,7 @@ export class LiveDocs {
       return result
     } catch (error) {
       if (updates.length > 0) this.rebuildShadow(entry)
-      throw error
+      throw revokedKeyError(error) ?? error
     } finally {
       shadow.off('update', collect)
     }
