@@ -10,12 +10,13 @@ const folder = new URL('./migrations/', import.meta.url)
  */
 export async function migrate(db: Db): Promise<string[]> {
   const files = (await readdir(folder)).filter((f) => f.endsWith('.sql')).sort()
-  await db.query(
-    'create table if not exists schema_migrations (name text primary key, applied_at timestamptz not null default now())',
-  )
   const applied: string[] = []
   await db.transaction(async (tx) => {
+    // The lock comes first: even "create table if not exists" races between processes.
     await tx.query('select pg_advisory_xact_lock(7301)')
+    await tx.query(
+      'create table if not exists schema_migrations (name text primary key, applied_at timestamptz not null default now())',
+    )
     const done = new Set(
       (await tx.query<{ name: string }>('select name from schema_migrations')).map((r) => r.name),
     )

@@ -1,3 +1,4 @@
+import { Redis } from '@hocuspocus/extension-redis'
 import {
   type DirectConnection,
   type Document,
@@ -5,13 +6,14 @@ import {
   Hocuspocus,
   isTransactionOrigin,
   type onAuthenticatePayload,
-  type onChangePayload,
   type onLoadDocumentPayload,
 } from '@hocuspocus/server'
 import * as Y from 'yjs'
 import type { Db, Queryable } from '../../persistence/db.ts'
+import { BoardView } from '../actions/board-view.ts'
 import { holdApiKey, revokedKeyError } from '../auth/api-keys.ts'
 import type { Logger } from '../http/json.ts'
+import { BoardGuard, type Editor, GUARD_ORIGIN, type GuardReport } from './board-guard.ts'
 import { appendUpdate, compact, loadInto } from './doc-store.ts'
 import { Mutex } from './mutex.ts'
 import type {
@@ -67,8 +69,14 @@ interface Entry {
   idleTimer: NodeJS.Timeout | undefined
 }
 
+/** People's edits waiting to be appended: their bytes, and what they changed (per editor). */
 interface PendingPeople {
   updates: Uint8Array[]
+  reports: {
+    origin: WriteOrigin
+    changes: { kind: ChangeKind; entityId: string }[]
+    events: DomainEvent[]
+  }[]
   timer: NodeJS.Timeout | undefined
   flushing: Promise<void> | undefined
 }
@@ -107,7 +115,14 @@ export class LiveDocs {
   /** Where writes' events go; set by the webhooks module. Without it events are dropped. */
   eventSink: EventSink | undefined
 
-  constructor(options: { db: Db; idleMs: number; log: Logger; authenticate: Authenticate }) {
+  constructor(options: {
+    db: Db
+    idleMs: number
+    log: Logger
+    authenticate: Authenticate
+    /** With Redis, several server processes share live documents (each change is published). */
+    redis?: { url: string; prefix: string } | undefined
+  }) {
     this.db = options.db
     this.idleMs = options.idleMs
     this.log = options.log
@@ -119,19 +134,28 @@ export class LiveDocs {
       onLoadDocument: async ({ document, documentName }: onLoadDocumentPayload) => {
         const { rows } = await loadInto(this.db, documentName, document)
         if (rows > COMPACT_ON_LOAD) this.scheduleCompaction(documentName)
-      },
-      onChange: async ({ transactionOrigin, update, documentName }: onChangePayload) => {
-        if (isTransactionOrigin(transactionOrigin) && transactionOrigin.source === 'connection') {
-          this.queuePeopleUpdate(documentName, update)
-        }
+        this.watchPeople(document, documentName)
       },
       onStoreDocument: async ({ documentName }) => this.flushPeople(documentName),
       beforeUnloadDocument: async ({ documentName }) => this.flushPeople(documentName),
     }
-    this.hocuspocus = new Hocuspocus<ConnectionContext>({
-      quiet: true,
-      extensions: [extension],
-    })
+    const extensions: Extension[] = [extension]
+    if (options.redis) {
+      const url = new URL(options.redis.url)
+      extensions.push(
+        new Redis({
+          host: url.hostname,
+          port: Number(url.port || 6379),
+          prefix: options.redis.prefix,
+          options: {
+            ...(url.password ? { password: decodeURIComponent(url.password) } : {}),
+            ...(url.username ? { username: decodeURIComponent(url.username) } : {}),
+            ...(url.pathname.length > 1 ? { db: Number(url.pathname.slice(1)) } : {}),
+          },
+        }),
+      )
+    }
+    this.hocuspocus = new Hocuspocus<ConnectionContext>({ quiet: true, extensions })
   }
 
   /** Reads the live document (loading it on demand). `fn` must not keep references. */
@@ -304,13 +328,68 @@ export class LiveDocs {
     await entry.connection.disconnect()
   }
 
-  private queuePeopleUpdate(docName: string, update: Uint8Array): void {
+  /**
+   * People's edits: each transaction from a connection is reviewed by the document's guard
+   * synchronously (so a compensating revert goes out in the same broadcast), its bytes and
+   * the guard's are queued for storage, and what it changed becomes change rows and events.
+   */
+  private watchPeople(document: Document, docName: string): void {
+    const orgId = docName.slice(0, 36)
+    const guard = docName.endsWith('/board') ? new BoardGuard(document) : undefined
+    document.on('update', (update: Uint8Array, origin: unknown) => {
+      if (
+        origin === GUARD_ORIGIN ||
+        (isTransactionOrigin(origin) && origin.source === 'connection')
+      ) {
+        this.queuePeople(docName, update)
+      }
+    })
+    if (!guard) return
+    document.on('afterTransaction', (tr: Y.Transaction) => {
+      const origin = tr.origin
+      if (!isTransactionOrigin(origin) || origin.source !== 'connection') {
+        guard.remember(tr)
+        return
+      }
+      const context = origin.connection.context as ConnectionContext
+      const editor: Editor = { email: context.email, keyId: context.keyId }
+      const report = guard.review(tr, editor)
+      if (report.reverts.length > 0) {
+        const first = report.reverts[0]
+        origin.connection.sendStateless(
+          JSON.stringify({
+            type: 'reverted',
+            reason: first?.reason,
+            taskId: first?.taskId,
+            reverts: report.reverts,
+          }),
+        )
+      }
+      if (report.changes.length > 0 || report.events.length > 0) {
+        const writeOrigin: WriteOrigin = context.keyId
+          ? { type: 'agent', orgId, keyId: context.keyId, email: context.email, identity: {} }
+          : { type: 'person', orgId, userId: context.userId ?? '', email: context.email }
+        this.queuePeople(docName, undefined, {
+          origin: writeOrigin,
+          changes: report.changes,
+          events: presentEvents(document, report),
+        })
+      }
+    })
+  }
+
+  private queuePeople(
+    docName: string,
+    update?: Uint8Array,
+    report?: PendingPeople['reports'][number],
+  ): void {
     let p = this.pending.get(docName)
     if (!p) {
-      p = { updates: [], timer: undefined, flushing: undefined }
+      p = { updates: [], reports: [], timer: undefined, flushing: undefined }
       this.pending.set(docName, p)
     }
-    p.updates.push(update)
+    if (update) p.updates.push(update)
+    if (report) p.reports.push(report)
     if (!p.timer) {
       p.timer = setTimeout(() => void this.flushPeople(docName), PEOPLE_FLUSH_MS)
       p.timer.unref()
@@ -326,16 +405,30 @@ export class LiveDocs {
       p.timer = undefined
     }
     await p.flushing
-    if (p.updates.length === 0) return
+    if (p.updates.length === 0 && p.reports.length === 0) return
     const batch = p.updates
+    const reports = p.reports
     p.updates = []
-    const merged = batch.length === 1 ? (batch[0] as Uint8Array) : Y.mergeUpdates(batch)
-    p.flushing = appendUpdate(this.db, docName, merged)
-      .then(() => this.countAppend(docName))
+    p.reports = []
+    const merged =
+      batch.length === 0 ? undefined : batch.length === 1 ? batch[0] : Y.mergeUpdates(batch)
+    // One transaction: the edits' bytes, their change rows and their events commit together.
+    p.flushing = this.db
+      .transaction(async (tx) => {
+        if (merged) appendUpdate(tx, docName, merged).catch(() => {})
+        for (const r of reports) {
+          if (r.changes.length > 0) recordChanges(tx, r.origin.orgId, r.changes).catch(() => {})
+          if (r.events.length > 0 && this.eventSink) await this.eventSink(tx, r.origin, r.events)
+        }
+      })
+      .then(() => {
+        if (merged) this.countAppend(docName)
+      })
       .catch((error: unknown) => {
-        // Keep the bytes and try again: losing a person's edit is worse than a retry.
-        this.log.error('appending people updates failed; retrying', error)
-        p.updates.unshift(merged)
+        // Keep everything and try again: losing a person's edit is worse than a retry.
+        this.log.error('storing people updates failed; retrying', error)
+        if (merged) p.updates.unshift(merged)
+        p.reports.unshift(...reports)
         if (!p.timer) {
           p.timer = setTimeout(() => void this.flushPeople(docName), 1000)
           p.timer.unref()
@@ -361,6 +454,23 @@ export class LiveDocs {
     this.compactions.add(job)
   }
 
+  /**
+   * Closes every live connection whose context matches: a revoked key or a person removed
+   * from the organisation loses its open documents at once, not at its next reconnect.
+   */
+  closeConnections(match: (context: ConnectionContext) => boolean): number {
+    let closed = 0
+    for (const document of this.hocuspocus.documents.values()) {
+      for (const connection of document.getConnections()) {
+        if (match(connection.context as ConnectionContext)) {
+          connection.close({ code: 4403, reason: 'Access revoked' })
+          closed++
+        }
+      }
+    }
+    return closed
+  }
+
   /** Flushes everything and unloads every document (graceful shutdown). */
   async close(): Promise<void> {
     for (const promise of this.entries.values()) {
@@ -378,6 +488,8 @@ export class LiveDocs {
     }
     await Promise.all([...this.pending.keys()].map((name) => this.flushPeople(name)))
     await Promise.all(this.compactions)
+    // Lets extensions release what they hold (the Redis extension's connections).
+    await this.hocuspocus.hooks('onDestroy', { instance: this.hocuspocus })
   }
 }
 
@@ -396,4 +508,27 @@ async function recordChanges(
     `insert into changes (org_id, kind, entity_id) values ${values.join(', ')}`,
     params,
   )
+}
+
+/** Fills a guard's events with the records webhooks carry, as the agent path does. */
+function presentEvents(doc: Y.Doc, report: GuardReport): DomainEvent[] {
+  if (report.events.length === 0) return []
+  const view = new BoardView(doc)
+  return report.events.map((event) => {
+    const taskId = String(event.data.taskId)
+    const stored = view.storedTask(taskId)
+    const task = stored ? view.present(stored) : undefined
+    switch (event.type) {
+      case 'card.created':
+        return { type: event.type, data: { task } }
+      case 'card.moved':
+        return { type: event.type, data: { ...event.data, task } }
+      case 'comment.added': {
+        const comment = view.storedComments().find((c) => c.id === event.data.commentId)
+        return { type: event.type, data: { comment, taskId, authorIsHuman: true } }
+      }
+      default:
+        return event
+    }
+  })
 }

@@ -154,3 +154,41 @@ describe.each(STORAGES)('live documents (%s)', (kind) => {
     expect((await agent.ok('list_projects')).projects).toHaveLength(1010)
   })
 })
+
+describe.each(STORAGES)('losing access closes live connections (%s)', (kind) => {
+  let server: TestServer
+
+  beforeAll(async () => {
+    server = await startServer(kind)
+  })
+  afterAll(() => server.close())
+
+  test('revoking a key closes the live connections opened with it', async () => {
+    const { owner } = await ownerWithAgent(server.url)
+    const created = await owner.request('POST', `/api/app/orgs/${owner.orgId}/api-keys`, {
+      name: 'live',
+    })
+    const live = await connectProvider(server.url, boardDocName(owner.orgId), created.body.key)
+    const person = await connectProvider(
+      server.url,
+      boardDocName(owner.orgId),
+      await owner.syncToken(),
+    )
+    try {
+      const closed = new Promise<void>((resolve) => live.provider.on('close', () => resolve()))
+      await owner.request(
+        'DELETE',
+        `/api/app/orgs/${owner.orgId}/api-keys/${created.body.apiKey.id}`,
+      )
+      await closed
+      // The person's own connection is untouched, and the revoked key cannot come back.
+      expect(person.socket.status).toBe('connected')
+      await expect(
+        connectProvider(server.url, boardDocName(owner.orgId), created.body.key),
+      ).rejects.toThrow(/authentication failed/)
+    } finally {
+      live.destroy()
+      person.destroy()
+    }
+  })
+})

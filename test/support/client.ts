@@ -155,3 +155,14 @@ export async function eventually<T>(check: () => T | undefined, ms = 5000): Prom
     await new Promise((r) => setTimeout(r, 5))
   }
 }
+
+/** Polls an async `check` until it returns a value other than undefined, or fails after `ms`. */
+export async function eventuallyAsync<T>(check: () => Promise<T | undefined>, ms = 5000): Promise<T> {
+  const deadline = Date.now() + ms
+  for (;;) {
+    const v = await check()
+    if (v !== undefined) return v
+    if (Date.now() > deadline) throw new Error('condition not met in time')
+    await new Promise((r) => setTimeout(r, 10))
+  }
+}

@@ -1,0 +1,255 @@
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import * as Y from 'yjs'
+import { boardDocName, boardMaps } from '../../shared/board-doc.ts'
+import {
+  type Agent,
+  connectProvider,
+  eventually,
+  eventuallyAsync,
+  type LiveClient,
+  ownerWithAgent,
+  type Person,
+} from '../support/client.ts'
+import { startServer, type TestServer } from '../support/server.ts'
+import { STORAGES } from '../support/storage.ts'
+
+const task = (live: LiveClient, id: string) => boardMaps(live.doc).tasks.get(id) as Y.Map<unknown>
+
+/** Collects the stateless "reverted" messages the server sends a provider. */
+function revertsOf(live: LiveClient): { reason: string; taskId?: string }[] {
+  const seen: { reason: string; taskId?: string }[] = []
+  live.provider.on('stateless', ({ payload }: { payload: string }) => {
+    const message = JSON.parse(payload)
+    if (message.type === 'reverted') seen.push(message)
+  })
+  return seen
+}
+
+describe.each(STORAGES)("people's live edits follow the agents' rules (%s)", (kind) => {
+  let server: TestServer
+  let owner: Person
+  let agent: Agent
+  let columns: { id: string; title: string }[]
+  let a: LiveClient
+  let b: LiveClient
+  let aReverts: { reason: string; taskId?: string }[]
+
+  beforeAll(async () => {
+    server = await startServer(kind)
+    ;({ owner, agent } = await ownerWithAgent(server.url))
+    columns = (await agent.ok('list_columns')).columns
+    a = await connectProvider(server.url, boardDocName(owner.orgId), await owner.syncToken())
+    b = await connectProvider(server.url, boardDocName(owner.orgId), await owner.syncToken())
+    aReverts = revertsOf(a)
+  })
+  afterAll(async () => {
+    a.destroy()
+    b.destroy()
+    await server.close()
+  })
+
+  const newCard = async (title = 'card') => {
+    const { task: created } = await agent.ok('create_task', {
+      columnId: columns[0]?.id,
+      title,
+      description: 'start',
+    })
+    await eventually(() => task(a, created.id) && task(b, created.id))
+    return created as { id: string; updatedAt: string; columnId: string }
+  }
+
+  test("a person's edit of an unclaimed card shows in get_task and the change feed, with updatedAt set", async () => {
+    const { cursor } = await agent.ok('get_changes')
+    const card = await newCard()
+    task(a, card.id).set('title', 'Renamed by a person')
+    const seen = await eventuallyAsync(async () => {
+      const { task: t } = await agent.ok('get_task', { taskId: card.id })
+      return t.title === 'Renamed by a person' ? t : undefined
+    })
+    expect(seen.updatedAt > card.updatedAt).toBe(true)
+    const changes = await eventuallyAsync(async () => {
+      const c = await agent.ok('get_changes', { since: cursor })
+      return c.tasks.some(
+        (t: { id: string; title: string }) => t.id === card.id && t.title === 'Renamed by a person',
+      )
+        ? c
+        : undefined
+    })
+    expect(changes.tasks.length).toBeGreaterThan(0)
+  })
+
+  test('the same edit on a claimed card is reverted on every replica, and the person is told why', async () => {
+    const card = await newCard('claimed')
+    await agent.ok('claim_task', { taskId: card.id, agentName: 'Ada' })
+    await eventually(() => boardMaps(a.doc).claims.get(card.id))
+    task(a, card.id).set('columnId', columns[2]?.id)
+    task(a, card.id).set('title', 'dragged away')
+    await eventually(() => (task(a, card.id).get('title') === 'claimed' ? true : undefined))
+    expect(task(a, card.id).get('columnId')).toBe(columns[0]?.id)
+    expect(task(b, card.id).get('title')).toBe('claimed')
+    expect(task(b, card.id).get('columnId')).toBe(columns[0]?.id)
+    const message = await eventually(() => aReverts.find((r) => r.taskId === card.id))
+    expect(message.reason).toMatch(/claimed by Ada/)
+    expect((await agent.ok('get_task', { taskId: card.id })).task.title).toBe('claimed')
+    await agent.ok('release_task', { taskId: card.id, agentName: 'Ada' })
+  })
+
+  test('an offline edit that arrives after the claim was taken leaves the claimed card unchanged and keeps the allowed edits', async () => {
+    const claimedLater = await newCard('will be claimed')
+    const free = await newCard('stays free')
+    const offline = await connectProvider(
+      server.url,
+      boardDocName(owner.orgId),
+      await owner.syncToken(),
+    )
+    offline.socket.disconnect()
+    await eventually(() => (offline.socket.status === 'disconnected' ? true : undefined))
+    task(offline, claimedLater.id).set('title', 'offline rename of a card someone took')
+    task(offline, free.id).set('title', 'offline rename that is allowed')
+    await agent.ok('claim_task', { taskId: claimedLater.id, agentName: 'Grace' })
+    await offline.socket.connect()
+    await eventually(() => (offline.provider.isSynced ? true : undefined), 15_000)
+    await eventually(() =>
+      task(a, free.id).get('title') === 'offline rename that is allowed' ? true : undefined,
+    )
+    await eventually(() =>
+      task(offline, claimedLater.id).get('title') === 'will be claimed' ? true : undefined,
+    )
+    expect((await agent.ok('get_task', { taskId: claimedLater.id })).task.title).toBe(
+      'will be claimed',
+    )
+    expect(task(a, claimedLater.id).get('title')).toBe('will be claimed')
+    offline.destroy()
+    await agent.ok('release_task', { taskId: claimedLater.id, agentName: 'Grace' })
+  })
+
+  test.each([
+    ['a 600-character title', (m: Y.Map<unknown>) => m.set('title', 'x'.repeat(600)), /title/],
+    ['an unknown priority', (m: Y.Map<unknown>) => m.set('priority', 'asap'), /priority/],
+    [
+      '21 tags',
+      (m: Y.Map<unknown>) =>
+        m.set(
+          'tags',
+          Array.from({ length: 21 }, (_, i) => `t${i}`),
+        ),
+      /tags/,
+    ],
+    [
+      'a column that does not exist',
+      (m: Y.Map<unknown>) => m.set('columnId', crypto.randomUUID()),
+      /column/,
+    ],
+    [
+      'a forged createdByEmail',
+      (m: Y.Map<unknown>) => m.set('createdByEmail', 'someone@else'),
+      /server/,
+    ],
+  ])('an invalid value (%s) is reverted and the person told why', async (_name, edit, reason) => {
+    const card = await newCard('valid')
+    const before = task(a, card.id).toJSON()
+    edit(task(a, card.id))
+    await eventually(() =>
+      JSON.stringify(task(a, card.id).toJSON()) === JSON.stringify(before) ? true : undefined,
+    )
+    expect(task(b, card.id).toJSON()).toEqual(before)
+    const message = await eventually(() => aReverts.find((r) => r.taskId === card.id))
+    expect(message.reason).toMatch(reason)
+  })
+
+  test('a description over 20,000 characters is reverted to the last valid text', async () => {
+    const card = await newCard('long text')
+    const text = task(a, card.id).get('description') as Y.Text
+    text.insert(text.length, 'y'.repeat(20_001))
+    await eventually(() => (text.toString() === 'start' ? true : undefined))
+    expect((task(b, card.id).get('description') as Y.Text).toString()).toBe('start')
+  })
+
+  test('a write into claims is reverted', async () => {
+    const card = await newCard()
+    boardMaps(a.doc).claims.set(card.id, {
+      taskId: card.id,
+      holder: 'me',
+      expiresAt: '2999-01-01T00:00:00Z',
+    } as never)
+    await eventually(() => (boardMaps(a.doc).claims.has(card.id) ? undefined : true))
+    expect(boardMaps(b.doc).claims.has(card.id)).toBe(false)
+    const claim = await agent.ok('claim_task', { taskId: card.id, agentName: 'Fair' })
+    expect(claim.claim.holder).toBe('Fair')
+  })
+
+  test('removing a card from the document is reverted: cards are deleted through the app', async () => {
+    const card = await newCard('keep me')
+    boardMaps(a.doc).tasks.delete(card.id)
+    await eventually(() => task(a, card.id))
+    expect(task(a, card.id).get('title')).toBe('keep me')
+    expect((task(a, card.id).get('description') as Y.Text).toString()).toBe('start')
+    expect((await agent.ok('get_task', { taskId: card.id })).task.title).toBe('keep me')
+  })
+
+  test('a card created by a person is stamped by the server and reaches agents', async () => {
+    const id = crypto.randomUUID()
+    const m = new Y.Map<unknown>()
+    m.set('columnId', columns[1]?.id)
+    m.set('title', 'Made in the browser')
+    m.set('description', new Y.Text('hello'))
+    m.set('position', 5)
+    m.set('createdByEmail', 'forged@example.test')
+    boardMaps(a.doc).tasks.set(id, m)
+    const seen = await eventuallyAsync(async () => {
+      const r = await agent.call('get_task', { taskId: id })
+      return r.status === 200 ? r.body.task : undefined
+    })
+    expect(seen).toMatchObject({
+      title: 'Made in the browser',
+      createdByEmail: owner.user?.email,
+      priority: null,
+    })
+    await eventually(() =>
+      task(b, id)?.get('createdByEmail') === owner.user?.email ? true : undefined,
+    )
+  })
+
+  test("a person's comment is authored by their session, whatever the client claims", async () => {
+    const card = await newCard()
+    const id = crypto.randomUUID()
+    const m = new Y.Map<unknown>()
+    m.set('taskId', card.id)
+    m.set('body', 'a person speaks')
+    m.set('authorEmail', 'impostor@example.test')
+    m.set('agentName', 'Fake Agent')
+    boardMaps(a.doc).comments.set(id, m)
+    const t = await eventuallyAsync(async () => {
+      const r = await agent.ok('get_task', { taskId: card.id })
+      return r.comments.length > 0 ? r : undefined
+    })
+    expect(t.comments[0]).toMatchObject({
+      body: 'a person speaks',
+      authorEmail: owner.user?.email,
+      agentName: null,
+    })
+    expect(t.task.lastCommentBy).toBe('human')
+  })
+
+  test('two people editing one description concurrently both keep their text', async () => {
+    const card = await newCard()
+    const textA = task(a, card.id).get('description') as Y.Text
+    const textB = task(b, card.id).get('description') as Y.Text
+    textA.insert(0, 'Alice wrote this. ')
+    textB.insert(textB.length, ' Bob wrote that.')
+    const both = (t: Y.Text) =>
+      t.toString().includes('Alice wrote this.') && t.toString().includes('Bob wrote that.')
+        ? t.toString()
+        : undefined
+    const final = await eventually(() =>
+      both(textA) && both(textB) && textA.toString() === textB.toString()
+        ? textA.toString()
+        : undefined,
+    )
+    const stored = await eventuallyAsync(async () => {
+      const r = await agent.ok('get_task', { taskId: card.id })
+      return r.task.description === final ? r.task.description : undefined
+    })
+    expect(stored).toContain('start')
+  })
+})

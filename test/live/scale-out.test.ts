@@ -1,0 +1,96 @@
+import { randomBytes } from 'node:crypto'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { type App, createApp } from '../../server/app.ts'
+import { loadConfig } from '../../server/config.ts'
+import { boardDocName, boardMaps } from '../../shared/board-doc.ts'
+import { Agent, connectProvider, eventually, Person } from '../support/client.ts'
+import { freshDb, type TestDb } from '../support/storage.ts'
+
+/**
+ * Two server processes' worth of the service (two apps, two connection pools, one
+ * Postgres, one Redis) behind an imaginary load balancer: live documents meet through
+ * Redis; claims, keys and the change log through Postgres.
+ */
+describe('several server processes share one service (postgres + redis)', () => {
+  let storage: TestDb
+  let a: App
+  let b: App
+
+  beforeAll(async () => {
+    storage = await freshDb('postgres', { migrate: false })
+    const config = {
+      ...loadConfig({}),
+      port: 0,
+      logLevel: 'error' as const,
+      scryptN: 1024,
+      databaseUrl: storage.url,
+      redisUrl: process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379',
+      redisPrefix: `cb-test-${randomBytes(4).toString('hex')}`,
+    }
+    ;[a, b] = await Promise.all([createApp(config), createApp(config)])
+    await Promise.all([a.listen(), b.listen()])
+  })
+  afterAll(async () => {
+    await Promise.all([a.close(), b.close()])
+    await storage.drop()
+  })
+
+  test('an agent write sent to process A appears in a provider connected to process B', async () => {
+    const owner = new Person(a.url)
+    await owner.signUp()
+    const agentOnA = new Agent(a.url, await owner.createKey())
+    const onB = await connectProvider(b.url, boardDocName(owner.orgId), await owner.syncToken())
+    try {
+      const { columns } = await agentOnA.ok('list_columns')
+      const { task } = await agentOnA.ok('create_task', {
+        columnId: columns[0].id,
+        title: 'crossed processes',
+      })
+      const seen = await eventually(
+        () => boardMaps(onB.doc).tasks.get(task.id)?.get('title'),
+        10_000,
+      )
+      expect(seen).toBe('crossed processes')
+    } finally {
+      onB.destroy()
+    }
+  })
+
+  test('a claim taken through A blocks a write through B', async () => {
+    const owner = new Person(a.url)
+    await owner.signUp()
+    const holder = new Agent(a.url, await owner.createKey('holder'))
+    const other = new Agent(b.url, await owner.createKey('other'))
+    const { columns } = await holder.ok('list_columns')
+    const { task } = await holder.ok('create_task', { columnId: columns[0].id, title: 'contested' })
+    await holder.ok('claim_task', { taskId: task.id, agentName: 'Holder' })
+    const refused = await other.call('update_task', { taskId: task.id, title: 'stolen' })
+    expect(refused.status).toBe(409)
+    expect(refused.body.holder.agentName).toBe('Holder')
+    expect((await other.ok('get_task', { taskId: task.id })).task.title).toBe('contested')
+  })
+
+  test("a person's edit on B of a card claimed through A is reverted for everyone", async () => {
+    const owner = new Person(a.url)
+    await owner.signUp()
+    const agent = new Agent(a.url, await owner.createKey())
+    const { columns } = await agent.ok('list_columns')
+    const { task } = await agent.ok('create_task', { columnId: columns[0].id, title: 'held' })
+    await agent.ok('claim_task', { taskId: task.id, agentName: 'Holder' })
+    const onA = await connectProvider(a.url, boardDocName(owner.orgId), await owner.syncToken())
+    const onB = await connectProvider(b.url, boardDocName(owner.orgId), await owner.syncToken())
+    try {
+      await eventually(() => boardMaps(onB.doc).claims.get(task.id), 10_000)
+      boardMaps(onB.doc).tasks.get(task.id)?.set('title', 'edited on B')
+      await eventually(
+        () => (boardMaps(onB.doc).tasks.get(task.id)?.get('title') === 'held' ? true : undefined),
+        10_000,
+      )
+      expect(boardMaps(onA.doc).tasks.get(task.id)?.get('title')).toBe('held')
+      expect((await agent.ok('get_task', { taskId: task.id })).task.title).toBe('held')
+    } finally {
+      onA.destroy()
+      onB.destroy()
+    }
+  })
+})
