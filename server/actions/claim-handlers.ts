@@ -1,4 +1,11 @@
 import type { claimActions } from '../../shared/actions/claims.ts'
 import type { HandlerMap } from '../agent/handlers.ts'
+import { get_changes } from './changes.ts'
+import { claim_task, heartbeat_task, release_task } from './claims.ts'
 
-export const claimHandlers: HandlerMap<keyof typeof claimActions> = {}
+export const claimHandlers: HandlerMap<keyof typeof claimActions> = {
+  claim_task,
+  heartbeat_task,
+  release_task,
+  get_changes,
+}

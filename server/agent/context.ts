@@ -7,6 +7,14 @@ import type { Actor } from '../claims/locks.ts'
 import type { Config } from '../config.ts'
 import type { LiveDocs, WriteScope } from '../live/live-docs.ts'
 import type { WriteOrigin } from '../live/origin.ts'
+import type { RateLimiter } from '../rate-limit/limiter.ts'
+
+/** The time source of claims' leases and rate budgets; tests inject one to move time. */
+export interface Clock {
+  now(): number
+}
+
+export const systemClock: Clock = { now: () => Date.now() }
 
 /** What an action handler works with. Handlers never see the request or the socket. */
 export interface ActionContext {
@@ -17,6 +25,7 @@ export interface ActionContext {
   readonly identity: AgentIdentity
   readonly actor: Actor
   readonly origin: WriteOrigin
+  readonly clock: Clock
   readBoard<T>(fn: (view: BoardView) => T): Promise<T>
   writeBoard<T>(fn: (scope: WriteScope) => Promise<T>): Promise<T>
 }
@@ -25,6 +34,10 @@ export interface Services {
   db: Db
   live: LiveDocs
   config: Config
+  /** Defaults to the system clock. */
+  clock?: Clock
+  /** The shared rate budgets; every action is charged against them when set. */
+  limiter?: RateLimiter
 }
 
 export function actionContext(
@@ -40,13 +53,15 @@ export function actionContext(
     email: key.robotEmail,
     identity,
   }
+  const clock = services.clock ?? systemClock
   return {
     ...services,
     key,
     identity,
-    actor: { keyId: key.id, identity },
+    actor: { keyId: key.id, identity, clock },
     origin,
-    readBoard: (fn) => services.live.read(docName, (doc) => fn(new BoardView(doc))),
+    clock,
+    readBoard: (fn) => services.live.read(docName, (doc) => fn(new BoardView(doc, clock.now()))),
     writeBoard: (fn) => services.live.write(docName, origin, fn),
   }
 }

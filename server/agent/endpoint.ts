@@ -4,6 +4,7 @@ import type { AgentIdentity } from '../../shared/labels.ts'
 import { ApiError } from '../api-error.ts'
 import { type ApiKeyRow, authenticateApiKey, INVALID_KEY_HINT } from '../auth/api-keys.ts'
 import { type Logger, readJson, sendError, sendJson } from '../http/json.ts'
+import { chargeRequest, policyHeader } from '../rate-limit/limiter.ts'
 import { actionContext, type Services } from './context.ts'
 import { handlers } from './handlers.ts'
 import { parseParams } from './validation.ts'
@@ -52,13 +53,23 @@ export function parseEnvelope(body: unknown): Envelope {
   return { action, params: params ?? {} }
 }
 
-/** Runs one action for an authenticated key: validate → handler. Shared by HTTP and MCP. */
+export interface RunOptions {
+  /** Receives the rate-limit headers of this request (also when it is refused). */
+  onRateLimit?: (headers: Record<string, string>) => void
+}
+
+/**
+ * Runs one action for an authenticated key: rate budgets → validate → handler. Shared by
+ * HTTP and MCP. A request over a budget is a 429 and runs nothing.
+ */
 export async function runAction(
   services: Services,
   key: ApiKeyRow,
   action: ActionName,
   params: unknown,
+  options: RunOptions = {},
 ): Promise<unknown> {
+  await chargeRequest(services.limiter, key, action, options.onRateLimit)
   const spec = actions[action]
   const input = parseParams(action, spec.input, params) as Record<string, unknown>
   const identity: AgentIdentity = {
@@ -83,9 +94,24 @@ export function agentEndpoint(services: Services, log: Logger) {
           `Method ${req.method} not allowed: the agent endpoint takes POST only`,
         )
       }
+      if (services.limiter) {
+        res.setHeader('RateLimit-Policy', policyHeader([services.limiter.budgets.perKey]))
+      }
       const key = await authenticateApiKey(services.db, bearerKey(req))
-      const envelope = parseEnvelope(await readJson(req))
-      const result = await runAction(services, key, envelope.action, envelope.params)
+      const setHeaders = (headers: Record<string, string>) => {
+        for (const [name, value] of Object.entries(headers)) res.setHeader(name, value)
+      }
+      let envelope: Envelope
+      try {
+        envelope = parseEnvelope(await readJson(req))
+      } catch (error) {
+        // A request that names no valid action still spends the key's budget.
+        await chargeRequest(services.limiter, key, undefined, setHeaders)
+        throw error
+      }
+      const result = await runAction(services, key, envelope.action, envelope.params, {
+        onRateLimit: setHeaders,
+      })
       sendJson(res, 200, result)
     } catch (error) {
       sendError(res, error, log)

@@ -2,10 +2,13 @@ import type { Queryable } from '../../persistence/db.ts'
 import type { StoredClaim } from '../../shared/claims.ts'
 import { presentClaim } from '../../shared/claims.ts'
 import type { AgentIdentity } from '../../shared/labels.ts'
+import type { ClaimRecord } from '../../shared/records.ts'
+import type { Clock } from '../agent/context.ts'
 import { conflict } from '../api-error.ts'
 
 export interface ClaimRow {
   task_id: string
+  org_id: string
   key_id: string
   agent_name: string | null
   house: string | null
@@ -18,7 +21,19 @@ export interface ClaimRow {
   released_at: Date | null
 }
 
-export function storedClaimFromRow(r: ClaimRow): StoredClaim {
+/**
+ * Advisory locks of claims live in their own key space (the two-key form), so a card's
+ * lock never collides with the single-key locks of migrations or compaction.
+ */
+const CLAIM_LOCK_SPACE = 0x636c6d // "clm"
+
+/** Live at `now`: not released and its lease not yet passed. */
+export function isLiveRow(row: ClaimRow, now: number): boolean {
+  return row.released_at === null && row.expires_at.getTime() > now
+}
+
+/** The record as stored in the board document, with status and isLive as of `now`. */
+export function storedClaimFromRow(r: ClaimRow, now = Date.now()): StoredClaim {
   const base = {
     taskId: r.task_id,
     keyId: r.key_id,
@@ -32,37 +47,63 @@ export function storedClaimFromRow(r: ClaimRow): StoredClaim {
     expiresAt: r.expires_at.toISOString(),
     releasedAt: r.released_at ? r.released_at.toISOString() : null,
   }
-  const shown = presentClaim({ ...base, status: 'working', isLive: true, holder: '' }, Date.now())
+  const shown = presentClaim({ ...base, status: 'working', isLive: true, holder: '' }, now)
   return { ...shown, keyId: base.keyId, releasedAt: base.releasedAt }
+}
+
+/** The claim record as agents see it: the stored record without who holds the key. */
+export function claimRecordFromRow(r: ClaimRow, now = Date.now()): ClaimRecord {
+  const { keyId: _k, releasedAt: _r, ...record } = storedClaimFromRow(r, now)
+  return record
 }
 
 export interface Actor {
   keyId: string
   identity: AgentIdentity
+  /** Decides whether a lease has passed; the system clock when absent. */
+  clock?: Clock
 }
 
 /**
- * Takes the claim locks of these cards for the rest of the transaction (so a claim_task
- * racing this write on another connection waits for it) and returns their live claims.
+ * Takes the claim locks of these cards for the rest of the transaction, in a fixed order
+ * so two writes locking several cards cannot deadlock. Every claim_task, heartbeat_task,
+ * release_task, force release and claim-locked write takes them first, so all of them on
+ * one card run one after the other across every connection and process.
+ */
+export async function lockTasks(tx: Queryable, taskIds: readonly string[]): Promise<void> {
+  if (taskIds.length === 0) return
+  await tx.query(
+    'select pg_advisory_xact_lock($1::int, hashtext(t)) from unnest($2::text[]) as t order by t',
+    [CLAIM_LOCK_SPACE, [...new Set(taskIds)].sort()],
+  )
+}
+
+/**
+ * Locks these cards' claims (see lockTasks) and returns their live claims. The rows are
+ * read after the locks are granted, so they include every claim committed before.
  */
 export async function lockLiveClaims(
   tx: Queryable,
   taskIds: readonly string[],
+  now: number = Date.now(),
 ): Promise<ClaimRow[]> {
   if (taskIds.length === 0) return []
+  // Pipelined: the select runs on the same connection right after the locks are granted.
   const [, rows] = await Promise.all([
-    tx.query('select pg_advisory_xact_lock(hashtext(t)) from unnest($1::text[]) as t order by t', [
-      [...taskIds].sort(),
-    ]),
+    lockTasks(tx, taskIds),
     tx.query<ClaimRow & Record<string, unknown>>(
-      `select * from claims where task_id = any($1::uuid[]) and released_at is null and expires_at > now()`,
-      [taskIds],
+      `select * from claims
+        where task_id = any($1::uuid[]) and released_at is null and expires_at > $2::timestamptz`,
+      [taskIds, new Date(now).toISOString()],
     ),
   ])
   return rows
 }
 
-/** The same agent: the same key and, when the write names itself, the same identity. */
+/**
+ * The same agent: the same key and, when the write names itself, the same identity
+ * (agentName, house and generation as claimed). A write with no name is checked by key only.
+ */
 export function isSameActor(row: ClaimRow, actor: Actor): boolean {
   if (row.key_id !== actor.keyId) return false
   const id = actor.identity
@@ -74,9 +115,9 @@ export function isSameActor(row: ClaimRow, actor: Actor): boolean {
   )
 }
 
-export function heldByOther(row: ClaimRow) {
-  const holder = storedClaimFromRow(row)
-  const { keyId: _k, releasedAt: _r, ...record } = holder
+/** The 409 of someone else's live claim: carries `holder` (the claim record) and `expiresAt`. */
+export function heldByOther(row: ClaimRow, now = Date.now()) {
+  const record = claimRecordFromRow(row, now)
   return conflict(
     `Card ${row.task_id} is claimed by ${record.holder} until ${record.expiresAt}. Work another card and come back after expiresAt, or ask an owner or admin to release it.`,
     { holder: record, expiresAt: record.expiresAt },
@@ -89,7 +130,21 @@ export async function assertClaimsAllow(
   taskIds: readonly string[],
   actor: Actor,
 ): Promise<void> {
-  for (const row of await lockLiveClaims(tx, taskIds)) {
-    if (!isSameActor(row, actor)) throw heldByOther(row)
+  const now = (actor.clock ?? Date).now()
+  for (const row of await lockLiveClaims(tx, taskIds, now)) {
+    if (!isSameActor(row, actor)) throw heldByOther(row, now)
   }
+}
+
+/**
+ * Claim lock for a person's edit in the app: people never hold claims, so any live claim
+ * refuses the write with 409 + holder.
+ */
+export async function assertUnclaimed(
+  tx: Queryable,
+  taskIds: readonly string[],
+  now: number,
+): Promise<void> {
+  const [row] = await lockLiveClaims(tx, taskIds, now)
+  if (row) throw heldByOther(row, now)
 }

@@ -1,4 +1,51 @@
-/** Claims and the change feed: claim_task, heartbeat_task, release_task, get_changes. */
-export const claimActions = {} satisfies Record<string, never>
+import type { Attachment, ClaimRecord, Column, Comment, Task } from '../records.ts'
+import * as claims from '../schemas/claims.ts'
+import { spec } from './spec.ts'
 
-export type ClaimResults = Record<never, never>
+/** Claims and the change feed: claim_task, heartbeat_task, release_task, get_changes. */
+export const claimActions = {
+  claim_task: spec({
+    input: claims.claim_task,
+    write: true,
+    claimLocked: true,
+    description:
+      'Claim a card before working on it: a real lock, so other agents and people cannot change the card while your claim is live. Returns the claim with expiresAt; call heartbeat_task before then to keep it. Send agentName (and house with generation, or isSubChild with the PARENT name) to be labelled on the board, and send the same identity on every later write to the card. 409 with holder when someone else holds it: work another card.',
+  }),
+  heartbeat_task: spec({
+    input: claims.heartbeat_task,
+    write: true,
+    claimLocked: true,
+    description:
+      'Keep your claim alive: renews expiresAt and optionally replaces the note. A 409 without holder means you hold no live claim (it lapsed or was taken back): call claim_task again before writing.',
+  }),
+  release_task: spec({
+    input: claims.release_task,
+    write: true,
+    claimLocked: true,
+    description:
+      'Release your claim when done, also when failing. released:false (not an error) when there was nothing of yours to release. A 409 means another agent has since claimed the card: do not retry.',
+  }),
+  get_changes: spec({
+    input: claims.get_changes,
+    write: false,
+    claimLocked: false,
+    description:
+      'What changed since `since`: tasks (archived ones too), columns (with the cards an on-fire change re-prioritised), comments, attachments and claims, in the get_board shape. Omit since to start watching from now. Send the returned cursor back as since; it may repeat a change but never skips one. truncated:true means a list filled up (limit: default 200, max 500 per list): call again at once with the new cursor.',
+  }),
+} as const
+
+/** What each action of this family returns on success. */
+export interface ClaimResults {
+  claim_task: { claim: ClaimRecord }
+  heartbeat_task: { claim: ClaimRecord }
+  release_task: { taskId: string; released: boolean }
+  get_changes: {
+    cursor: string
+    tasks: Task[]
+    columns: Column[]
+    comments: Comment[]
+    attachments: Attachment[]
+    claims: ClaimRecord[]
+    truncated: boolean
+  }
+}

@@ -1,0 +1,78 @@
+import type { ActionInput, ActionResults } from '../../shared/actions.ts'
+import { boardMaps } from '../../shared/board-doc.ts'
+import type { ClaimRecord } from '../../shared/records.ts'
+import type { ActionContext } from '../agent/context.ts'
+import { type ClaimRow, claimRecordFromRow, storedClaimFromRow } from '../claims/locks.ts'
+import { acquireClaim, heartbeatClaim, releaseClaim } from '../claims/store.ts'
+import type { WriteScope } from '../live/live-docs.ts'
+import { BoardView } from './board-view.ts'
+
+/**
+ * Projects the claim row into the board document's `claims` map and logs the change, in
+ * the write's own transaction: the row, the document and the change row commit together.
+ */
+function project(w: WriteScope, row: ClaimRow, now: number): ClaimRecord {
+  const stored = storedClaimFromRow(row, now)
+  w.mutate((doc) => boardMaps(doc).claims.set(row.task_id, stored))
+  w.changed('claim', row.task_id)
+  return claimRecordFromRow(row, now)
+}
+
+/** claim_task: see the schema. Claim locked; 404 for a card not in this organisation. */
+export async function claim_task(
+  ctx: ActionContext,
+  input: ActionInput<'claim_task'>,
+): Promise<ActionResults['claim_task']> {
+  return ctx.writeBoard(async (w) => {
+    new BoardView(w.doc).requireTask(input.taskId)
+    const now = ctx.clock.now()
+    const row = await acquireClaim(w.tx, {
+      orgId: ctx.key.orgId,
+      taskId: input.taskId,
+      actor: ctx.actor,
+      note: input.note,
+      now,
+      leaseMs: ctx.config.claimLeaseSeconds * 1000,
+    })
+    return { claim: project(w, row, now) }
+  })
+}
+
+/** heartbeat_task: see the schema. Claim locked; not idempotent (each call moves expiresAt). */
+export async function heartbeat_task(
+  ctx: ActionContext,
+  input: ActionInput<'heartbeat_task'>,
+): Promise<ActionResults['heartbeat_task']> {
+  return ctx.writeBoard(async (w) => {
+    new BoardView(w.doc).requireTask(input.taskId)
+    const now = ctx.clock.now()
+    const row = await heartbeatClaim(w.tx, {
+      orgId: ctx.key.orgId,
+      taskId: input.taskId,
+      actor: ctx.actor,
+      note: input.note,
+      now,
+      leaseMs: ctx.config.claimLeaseSeconds * 1000,
+    })
+    return { claim: project(w, row, now) }
+  })
+}
+
+/** release_task: see the schema. Claim locked; idempotent (a second call returns released: false). */
+export async function release_task(
+  ctx: ActionContext,
+  input: ActionInput<'release_task'>,
+): Promise<ActionResults['release_task']> {
+  return ctx.writeBoard(async (w) => {
+    new BoardView(w.doc).requireTask(input.taskId)
+    const now = ctx.clock.now()
+    const row = await releaseClaim(w.tx, {
+      orgId: ctx.key.orgId,
+      taskId: input.taskId,
+      actor: ctx.actor,
+      now,
+    })
+    if (row) project(w, row, now)
+    return { taskId: input.taskId, released: row !== undefined }
+  })
+}

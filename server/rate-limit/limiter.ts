@@ -1,0 +1,181 @@
+import type { Db, Queryable } from '../../persistence/db.ts'
+import type { Clock } from '../agent/context.ts'
+import { ApiError } from '../api-error.ts'
+import { type Budget, budgetsOf, RATE_WINDOW_MS, type RateBudgets } from './budgets.ts'
+
+/** Where one budget stands after a request. */
+export interface BudgetState {
+  budget: Budget
+  /** Requests still allowed in the current window. */
+  remaining: number
+  /** Seconds until the oldest counted request leaves the window (a unit comes back). */
+  resetSeconds: number
+  exceeded: boolean
+  /** When exceeded: seconds until this request would be allowed. */
+  retryAfterSeconds: number
+}
+
+export interface RateOutcome {
+  allowed: boolean
+  states: BudgetState[]
+}
+
+interface BucketResult {
+  allowed: boolean
+  /** Requests in the window after this one (this one included when allowed). */
+  count: number
+  oldest: number | null
+  /** The counted request that must leave the window before one more fits. */
+  pivot: number | null
+}
+
+/**
+ * One bucket's sliding log, read, trimmed to the window and (when there is room) appended
+ * to in a single upsert. The row lock makes concurrent requests on any connection or
+ * process take turns, so the count is exact.
+ */
+const CHARGE = `
+  insert into rate_limits as r (bucket, hits, allowed) values ($1, array[$2::bigint], true)
+  on conflict (bucket) do update set
+    allowed = cardinality(array(select h from unnest(r.hits) as h where h > $2::bigint - $4::bigint)) < $3::int,
+    hits = array(select h from unnest(r.hits) as h where h > $2::bigint - $4::bigint order by h)
+      || case
+           when cardinality(array(select h from unnest(r.hits) as h where h > $2::bigint - $4::bigint)) < $3::int
+           then array[$2::bigint]
+           else array[]::bigint[]
+         end
+  returning allowed, cardinality(hits) as count, hits[1] as oldest,
+            hits[greatest(1, cardinality(hits) - $3::int + 1)] as pivot`
+
+async function chargeBucket(
+  q: Queryable,
+  bucket: string,
+  now: number,
+  quota: number,
+): Promise<BucketResult> {
+  const [row] = await q.query<{
+    allowed: boolean
+    count: number
+    oldest: number | null
+    pivot: number | null
+  }>(CHARGE, [bucket, now, quota, RATE_WINDOW_MS])
+  if (!row) throw new Error(`rate bucket ${bucket} returned no row`)
+  return {
+    allowed: row.allowed,
+    count: Number(row.count),
+    oldest: row.oldest === null ? null : Number(row.oldest),
+    pivot: row.pivot === null ? null : Number(row.pivot),
+  }
+}
+
+/** Thrown inside the two-budget transaction to undo a request that one budget refused. */
+const REFUSED = Symbol('refused')
+
+const seconds = (ms: number) => Math.max(0, Math.ceil(ms / 1000))
+
+/**
+ * The rate budgets, kept in Postgres so every server process shares them. A request
+ * refused by any budget counts against none: it is not served.
+ */
+export class RateLimiter {
+  readonly budgets: RateBudgets
+  private readonly db: Db
+  private readonly clock: Clock
+
+  constructor(db: Db, clock: Clock, budgets: RateBudgets) {
+    this.db = db
+    this.clock = clock
+    this.budgets = budgets
+  }
+
+  /** Counts one request of this key for `action` (undefined: an unparseable request). */
+  async charge(
+    key: { id: string; orgId: string },
+    action: string | undefined,
+  ): Promise<RateOutcome> {
+    const now = Math.floor(this.clock.now())
+    const budgets = budgetsOf(this.budgets, action)
+    const bucketOf = (b: Budget) =>
+      b.scope === 'key' ? `key:${key.id}` : `org:${key.orgId}:${action ?? ''}`
+    let results: BucketResult[] = []
+    let undone = false
+    if (budgets.length === 1) {
+      const only = budgets[0] as Budget
+      results = [await chargeBucket(this.db, bucketOf(only), now, only.quota)]
+    } else {
+      // Both counters move together or not at all; always the key's first, so two requests
+      // lock buckets in the same order.
+      try {
+        await this.db.transaction(async (tx) => {
+          for (const b of budgets) results.push(await chargeBucket(tx, bucketOf(b), now, b.quota))
+          if (results.some((r) => !r.allowed)) throw REFUSED
+        })
+      } catch (error) {
+        if (error !== REFUSED) throw error
+        undone = true
+      }
+    }
+    const states = budgets.map((budget, i) => {
+      const r = results[i] as BucketResult
+      const count = undone && r.allowed ? r.count - 1 : r.count
+      return {
+        budget,
+        remaining: Math.max(0, budget.quota - count),
+        resetSeconds: count > 0 && r.oldest !== null ? seconds(r.oldest + RATE_WINDOW_MS - now) : 0,
+        exceeded: !r.allowed,
+        retryAfterSeconds:
+          !r.allowed && r.pivot !== null ? Math.max(1, seconds(r.pivot + RATE_WINDOW_MS - now)) : 0,
+      }
+    })
+    return { allowed: states.every((s) => !s.exceeded), states }
+  }
+}
+
+const WINDOW_SECONDS = RATE_WINDOW_MS / 1000
+
+/** `RateLimit-Policy` for these budgets (draft-ietf-httpapi-ratelimit-headers). */
+export function policyHeader(budgets: readonly Budget[]): string {
+  return budgets.map((b) => `"${b.name}";q=${b.quota};w=${WINDOW_SECONDS}`).join(', ')
+}
+
+/** The response headers of an outcome: policy, current state, and Retry-After on a refusal. */
+export function rateLimitHeaders(outcome: RateOutcome): Record<string, string> {
+  const headers: Record<string, string> = {
+    'RateLimit-Policy': policyHeader(outcome.states.map((s) => s.budget)),
+    RateLimit: outcome.states
+      .map((s) => `"${s.budget.name}";r=${s.remaining};t=${s.resetSeconds}`)
+      .join(', '),
+  }
+  if (!outcome.allowed) {
+    headers['Retry-After'] = String(Math.max(...outcome.states.map((s) => s.retryAfterSeconds)))
+  }
+  return headers
+}
+
+/** The 429 of a refused request: the message names every budget that is used up. */
+export function rateLimitedError(outcome: RateOutcome): ApiError {
+  const exceeded = outcome.states.filter((s) => s.exceeded)
+  const wait = Math.max(...exceeded.map((s) => s.retryAfterSeconds))
+  return new ApiError(
+    429,
+    `Rate limit exceeded: ${exceeded.map((s) => s.budget.describe).join(' and ')} ${exceeded.length > 1 ? 'are' : 'is'} used up. Wait ${wait} s before calling again, and slow down.`,
+  )
+}
+
+/**
+ * Charges one request of an authenticated key against its budgets: hands the rate-limit
+ * headers to `onHeaders` (the HTTP transport sets them; others may ignore them) and
+ * throws the 429 when a budget is used up. Every transport calls this before running an
+ * action. Without a limiter nothing is counted.
+ */
+export async function chargeRequest(
+  limiter: RateLimiter | undefined,
+  key: { id: string; orgId: string },
+  action: string | undefined,
+  onHeaders?: (headers: Record<string, string>) => void,
+): Promise<void> {
+  if (!limiter) return
+  const outcome = await limiter.charge(key, action)
+  onHeaders?.(rateLimitHeaders(outcome))
+  if (!outcome.allowed) throw rateLimitedError(outcome)
+}
