@@ -13,7 +13,8 @@ create table maps (
 create index maps_org_recent on maps (org_id, updated_at desc) where deleted_at is null;
 
 -- Which map holds a node or an edge, so actions that send only nodeId or edgeId find their
--- document. Written in the same transaction as the document change.
+-- document. Written in the same transaction as the document change; a row outlives its
+-- node or edge (the document says whether it still exists) and goes with its map.
 create table map_items (
   id uuid primary key,
   org_id uuid not null,

@@ -2,7 +2,8 @@ import type { ActionInput, ActionResults } from '../../shared/actions.ts'
 import { LIMITS } from '../../shared/constants.ts'
 import type { Attachment, Comment, Task, TaskSummary } from '../../shared/records.ts'
 import type { ActionContext } from '../agent/context.ts'
-import { badRequest, notFound } from '../api-error.ts'
+import { badRequest } from '../api-error.ts'
+import { attachmentLinker, screenshotImages } from '../files/attachments.ts'
 
 /** whoami: the organisation, the key and how much is on the board. */
 export async function whoami(ctx: ActionContext): Promise<ActionResults['whoami']> {
@@ -46,13 +47,15 @@ export async function get_board(
   ctx: ActionContext,
   input: ActionInput<'get_board'>,
 ): Promise<ActionResults['get_board']> {
+  const link = await attachmentLinker(ctx.db, ctx.config, ctx.key.orgId)
   return ctx.readBoard((view) => {
     let scope = view.storedTasks().filter((t) => t.archivedAt === null)
     let columns = view.sortedColumns()
     const { projectId } = input
     if (projectId !== undefined) {
+      // A project of another organisation is a wrong value (400), like a missing one.
       if (!view.projects.has(projectId))
-        throw notFound(`No project with projectId ${projectId} in this organisation`)
+        throw badRequest(`projectId ${projectId} is not a project of this organisation`)
       scope = scope.filter((t) => t.projectId === projectId)
       const used = new Set(scope.map((t) => t.columnId))
       columns = columns.filter(
@@ -114,6 +117,7 @@ export async function get_board(
         .sort(newestFirst)
         .slice(0, LIMITS.includeAttachments)
         .filter((a) => returned.has(a.taskId))
+        .map(link)
     }
 
     const out: ActionResults['get_board'] = {
@@ -179,8 +183,8 @@ export async function get_task(
     claim: found.task.claim,
     assignees: assignees.map((a) => ({ id: a.id, name: a.name, email: a.email })),
     comments: found.comments,
-    attachments: found.attachments,
-    images: [],
+    attachments: found.attachments.map(await attachmentLinker(ctx.db, ctx.config, ctx.key.orgId)),
+    images: await screenshotImages(ctx.db, ctx.key.orgId, found.attachments),
   }
 }
 
@@ -192,7 +196,7 @@ export async function list_columns(
   return ctx.readBoard((view) => {
     const { projectId } = input
     if (projectId !== undefined && !view.projects.has(projectId)) {
-      throw notFound(`No project with projectId ${projectId} in this organisation`)
+      throw badRequest(`projectId ${projectId} is not a project of this organisation`)
     }
     return {
       columns: view

@@ -1,5 +1,6 @@
 import type { Db } from '../../persistence/db.ts'
 import { membership } from '../accounts.ts'
+import { mapIsLive } from '../actions/maps.ts'
 import { authenticateApiKey } from '../auth/api-keys.ts'
 import { verifySyncToken } from '../auth/sync-tokens.ts'
 import type { ConnectionContext } from './live-docs.ts'
@@ -27,6 +28,8 @@ export function syncAuthenticator(db: Db, syncSecret: string) {
     }
     if (ctx.orgId !== docOrg)
       throw new Error('This connection may only open its own organisation’s documents')
+    const mapId = /\/maps\/([0-9a-f-]{36})$/.exec(documentName)?.[1]
+    if (mapId && !(await mapIsLive(db, docOrg, mapId))) throw new Error('No such map')
     return ctx
   }
 }

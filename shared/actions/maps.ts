@@ -1,4 +1,126 @@
-/** Mind maps, nodes, edges, and images (set_node_image, clear_node_image, attach_screenshot). */
-export const mapActions = {} satisfies Record<string, never>
+import type { MapEdge, MapNode, MindMap } from '../map-doc.ts'
+import type { Attachment } from '../records.ts'
+import * as images from '../schemas/images.ts'
+import * as maps from '../schemas/maps.ts'
+import { spec } from './spec.ts'
 
-export type MapResults = Record<never, never>
+/** Mind maps, nodes, edges, and images (set_node_image, clear_node_image, attach_screenshot). */
+export const mapActions = {
+  list_maps: spec({
+    input: maps.list_maps,
+    write: false,
+    claimLocked: false,
+    description:
+      'List the mind maps of the organisation (id, title, updatedAt), most recently changed first.',
+  }),
+  create_map: spec({
+    input: maps.create_map,
+    write: true,
+    claimLocked: false,
+    description: 'Create a new, empty mind map with a title (1–200 characters).',
+  }),
+  rename_map: spec({
+    input: maps.rename_map,
+    write: true,
+    claimLocked: false,
+    description: 'Rename a mind map (title 1–200 characters).',
+  }),
+  get_map: spec({
+    input: maps.get_map,
+    write: false,
+    claimLocked: false,
+    description:
+      'Read a mind map with all its nodes (text, x, y, color, imageUrl) and edges (sourceId → targetId).',
+  }),
+  delete_map: spec({
+    input: maps.delete_map,
+    write: true,
+    claimLocked: false,
+    description: 'Delete a mind map permanently, with every node and edge on it.',
+  }),
+  create_node: spec({
+    input: maps.create_node,
+    write: true,
+    claimLocked: false,
+    description:
+      'Add a node (a thought) to a map: text up to 4,000 characters, x/y on a free canvas (x grows rightwards, y downwards; siblings read well about 220 px apart across and 90 px down), color a # hex accent. Without x/y the node goes below the lowest one.',
+  }),
+  create_nodes: spec({
+    input: maps.create_nodes,
+    write: true,
+    claimLocked: false,
+    description:
+      'Add 1–100 nodes to a map in one call (all or none), each { text, x?, y?, color? }; they are returned in input order, so pair the returned ids with your inputs by index.',
+  }),
+  update_node: spec({
+    input: maps.update_node,
+    write: true,
+    claimLocked: false,
+    description: 'Change any of text, x, y, color of a node; only the fields sent are written.',
+  }),
+  set_node_image: spec({
+    input: maps.set_node_image,
+    write: true,
+    claimLocked: false,
+    description:
+      'Put an image on a node. Send the bytes as plain base64 in imageBase64 (no data: prefix, no whitespace, never a URL): PNG, JPEG, WebP or GIF, at most 3 MB, never resized; PNG or WebP preferred. The image gets a permanent public URL (imageUrl). 30 per minute per organisation.',
+  }),
+  clear_node_image: spec({
+    input: maps.clear_node_image,
+    write: true,
+    claimLocked: false,
+    description:
+      'Remove the image from a node. The node stays, and the published file stays reachable at its URL.',
+  }),
+  delete_node: spec({
+    input: maps.delete_node,
+    write: true,
+    claimLocked: false,
+    description: 'Delete a node and every edge touching it.',
+  }),
+  create_edge: spec({
+    input: maps.create_edge,
+    write: true,
+    claimLocked: false,
+    description: 'Connect two different nodes of the same map (sourceId → targetId).',
+  }),
+  create_edges: spec({
+    input: maps.create_edges,
+    write: true,
+    claimLocked: false,
+    description:
+      'Create 1–200 edges on a map in one call (all or none), each { sourceId, targetId }; returned in input order.',
+  }),
+  delete_edge: spec({
+    input: maps.delete_edge,
+    write: true,
+    claimLocked: false,
+    description: 'Delete one edge.',
+  }),
+  attach_screenshot: spec({
+    input: images.attach_screenshot,
+    write: true,
+    claimLocked: false,
+    description:
+      "Attach a screenshot to a card; works under anyone's claim. Send the bytes as plain base64 in imageBase64 (no data: prefix, no whitespace, never a URL): PNG, JPEG, WebP or GIF, at most 3 MB; PNG or WebP preferred. filename (1–100) is a label; its extension comes from the bytes. Stored privately: the reply has no URL; get_task returns short-lived links and the bytes. 30 per minute per organisation.",
+  }),
+} as const
+
+/** What each action returns on success. */
+export interface MapResults {
+  list_maps: { maps: Pick<MindMap, 'id' | 'title' | 'updatedAt'>[] }
+  create_map: { map: MindMap }
+  rename_map: { map: MindMap }
+  get_map: { map: MindMap; nodes: MapNode[]; edges: MapEdge[] }
+  delete_map: { ok: true }
+  create_node: { node: MapNode }
+  create_nodes: { nodes: MapNode[] }
+  update_node: { node: MapNode }
+  set_node_image: { node: MapNode }
+  clear_node_image: { node: MapNode }
+  delete_node: { ok: true }
+  create_edge: { edge: MapEdge }
+  create_edges: { edges: MapEdge[] }
+  delete_edge: { ok: true }
+  attach_screenshot: { attachment: Omit<Attachment, 'url' | 'urlExpiresAt'> }
+}

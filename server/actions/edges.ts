@@ -1,0 +1,120 @@
+import { randomUUID } from 'node:crypto'
+import * as Y from 'yjs'
+import type { ActionInput, ActionResults } from '../../shared/actions.ts'
+import { mapDocName } from '../../shared/board-doc.ts'
+import { mapDocMaps, readEdge } from '../../shared/map-doc.ts'
+import type { ActionContext } from '../agent/context.ts'
+import { badRequest, notFound } from '../api-error.ts'
+import type { WriteScope } from '../live/live-docs.ts'
+import { indexItems, mapOfItem, presentEdge, writeMap } from './maps.ts'
+
+interface EdgeInput {
+  sourceId: string
+  targetId: string
+}
+
+/** A node cannot connect to itself: refused before any lookup, whatever the ids. */
+function refuseSelfEdge(edge: EdgeInput, where: string): void {
+  if (edge.sourceId === edge.targetId) {
+    throw badRequest(
+      `${where}sourceId and ${where}targetId are the same node; an edge connects two different nodes`,
+    )
+  }
+}
+
+/**
+ * Checks that both ends are nodes on this map. A node of another map of the organisation
+ * is a wrong value (400); a node that is nowhere (or foreign) is a 404.
+ */
+async function checkEnds(
+  ctx: ActionContext,
+  w: WriteScope,
+  mapId: string,
+  edge: EdgeInput,
+  where: string,
+): Promise<void> {
+  const nodes = mapDocMaps(w.doc).nodes
+  for (const end of ['sourceId', 'targetId'] as const) {
+    const nodeId = edge[end]
+    if (nodes.has(nodeId)) continue
+    const elsewhere = await mapOfItem(w.tx, ctx.key.orgId, nodeId, 'node')
+    // The index outlives deleted nodes: only a node still on the other map makes it a 400.
+    if (
+      elsewhere &&
+      elsewhere !== mapId &&
+      (await ctx.live.read(mapDocName(ctx.key.orgId, elsewhere), (doc) =>
+        mapDocMaps(doc).nodes.has(nodeId),
+      ))
+    ) {
+      throw badRequest(
+        `${where}${end} ${nodeId} is a node of another map; an edge connects two nodes on the same map`,
+      )
+    }
+    throw notFound(`No node with ${where}${end} ${nodeId} on map ${mapId}`)
+  }
+}
+
+function addEdges(w: WriteScope, edges: readonly EdgeInput[]): string[] {
+  const ids = edges.map(() => randomUUID())
+  w.mutate((doc) => {
+    const target = mapDocMaps(doc).edges
+    edges.forEach((e, i) => {
+      const m = new Y.Map<unknown>()
+      m.set('sourceId', e.sourceId)
+      m.set('targetId', e.targetId)
+      target.set(ids[i] as string, m)
+    })
+  })
+  return ids
+}
+
+function presentNew(w: WriteScope, mapId: string, id: string) {
+  return presentEdge(mapId, readEdge(id, mapDocMaps(w.doc).edges.get(id) as Y.Map<unknown>))
+}
+
+/** create_edge: both nodes on that map, never a node to itself. Not idempotent. */
+export async function create_edge(
+  ctx: ActionContext,
+  input: ActionInput<'create_edge'>,
+): Promise<ActionResults['create_edge']> {
+  refuseSelfEdge(input, '')
+  return writeMap(ctx, input.mapId, async (w) => {
+    await checkEnds(ctx, w, input.mapId, input, '')
+    const [id] = addEdges(w, [input]) as [string]
+    await indexItems(w.tx, ctx.key.orgId, input.mapId, 'edge', [id])
+    return { edge: presentNew(w, input.mapId, id) }
+  })
+}
+
+/** create_edges: 1–200 edges, all or none, returned in input order. */
+export async function create_edges(
+  ctx: ActionContext,
+  input: ActionInput<'create_edges'>,
+): Promise<ActionResults['create_edges']> {
+  for (const [i, e] of input.edges.entries()) {
+    refuseSelfEdge(e, `edges[${i}].`)
+  }
+  return writeMap(ctx, input.mapId, async (w) => {
+    for (const [i, e] of input.edges.entries()) {
+      await checkEnds(ctx, w, input.mapId, e, `edges[${i}].`)
+    }
+    const ids = addEdges(w, input.edges)
+    await indexItems(w.tx, ctx.key.orgId, input.mapId, 'edge', ids)
+    return { edges: ids.map((id) => presentNew(w, input.mapId, id)) }
+  })
+}
+
+/** delete_edge: removes one edge; 404 for a missing or foreign one. */
+export async function delete_edge(
+  ctx: ActionContext,
+  input: ActionInput<'delete_edge'>,
+): Promise<ActionResults['delete_edge']> {
+  const noEdge = () => notFound(`No edge with edgeId ${input.edgeId} in this organisation`)
+  const mapId = await mapOfItem(ctx.db, ctx.key.orgId, input.edgeId, 'edge')
+  if (!mapId) throw noEdge()
+  return writeMap(ctx, mapId, async (w) => {
+    if (!mapDocMaps(w.doc).edges.has(input.edgeId)) throw noEdge()
+    w.mutate((doc) => mapDocMaps(doc).edges.delete(input.edgeId))
+    return { ok: true as const }
+  })
+}

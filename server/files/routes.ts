@@ -1,0 +1,157 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { Db } from '../../persistence/db.ts'
+import { boardDocName, boardMaps, readAttachment } from '../../shared/board-doc.ts'
+import { ApiError } from '../api-error.ts'
+import { requireMember, requireUser } from '../app-api/session.ts'
+import type { Config } from '../config.ts'
+import { sendEmpty, sendJson } from '../http/json.ts'
+import type { Params, Router } from '../http/router.ts'
+import type { LiveDocs } from '../live/live-docs.ts'
+import { checkFileLink, fileLinkSecret, signFileLink } from './links.ts'
+import { fileStore, type StoredFile } from './store.ts'
+
+export interface FileRouteDeps {
+  db: Db
+  live: LiveDocs
+  config: Config
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+const ONE_YEAR = 31_536_000
+
+const notFound = () => new ApiError(404, 'No such file')
+
+function uuidOf(value: string | undefined): string {
+  const v = (value ?? '').toLowerCase()
+  if (!UUID.test(v)) throw notFound()
+  return v
+}
+
+/**
+ * Sends stored bytes with the type proved at upload. `nosniff` and a sandboxing CSP keep a
+ * browser from treating an image as anything else, whatever its bytes look like.
+ */
+function sendFile(
+  req: IncomingMessage,
+  res: ServerResponse,
+  file: StoredFile,
+  headers: Record<string, string>,
+): void {
+  const etag = `"${file.sha256}"`
+  const common = {
+    etag,
+    'x-content-type-options': 'nosniff',
+    'content-security-policy': "default-src 'none'; sandbox",
+    ...headers,
+  }
+  if (req.headers['if-none-match'] === etag) {
+    res.writeHead(304, common)
+    res.end()
+    return
+  }
+  res.writeHead(200, {
+    'content-type': file.mimeType,
+    'content-length': String(file.bytes.length),
+    ...common,
+  })
+  res.end(req.method === 'HEAD' ? undefined : file.bytes)
+}
+
+/** A label fit for a Content-Disposition header: safe characters only. */
+function dispositionName(label: string | undefined, file: StoredFile): string {
+  const safe = (label ?? '').replace(/[^A-Za-z0-9._-]/g, '')
+  return safe.endsWith(`.${file.extension}`) ? safe : `screenshot.${file.extension}`
+}
+
+/**
+ * Files over HTTP: node images at permanent public URLs, card screenshots through signed
+ * links that expire, and the app routes with which a teammate opens or deletes a screenshot.
+ */
+export function fileRoutes(router: Router, deps: FileRouteDeps): void {
+  const { db, live, config } = deps
+  const store = fileStore(db)
+
+  const publicFile = async (req: IncomingMessage, res: ServerResponse, p: Params) => {
+    const orgId = uuidOf(p.orgId)
+    const m = /^([0-9a-fA-F-]{36})\.([a-z]{2,4})$/.exec(p.name ?? '')
+    const file = m ? await store.get(orgId, uuidOf(m[1])) : undefined
+    // A screenshot is never served here, even to someone who guessed its id.
+    if (file?.visibility !== 'public' || file.extension !== m?.[2]) throw notFound()
+    sendFile(req, res, file, {
+      'cache-control': `public, max-age=${ONE_YEAR}, immutable`,
+      'cross-origin-resource-policy': 'cross-origin',
+    })
+  }
+  router.on('GET', '/files/public/:orgId/:name', publicFile)
+  router.on('HEAD', '/files/public/:orgId/:name', publicFile)
+
+  const privateFile = async (req: IncomingMessage, res: ServerResponse, p: Params) => {
+    const orgId = uuidOf(p.orgId)
+    const fileId = uuidOf(p.fileId)
+    const query = new URL(req.url ?? '/', 'http://localhost').searchParams
+    const check = checkFileLink(
+      await fileLinkSecret(db),
+      orgId,
+      fileId,
+      query.get('expires'),
+      query.get('sig'),
+    )
+    if (check === 'expired') {
+      throw new ApiError(
+        403,
+        'This link has expired: links to screenshots work for 10 minutes; get a fresh one with get_task',
+      )
+    }
+    if (check === 'invalid') throw new ApiError(403, 'This link is not valid')
+    const file = await store.get(orgId, fileId)
+    if (file?.visibility !== 'private') throw notFound()
+    const left = Math.max(0, Number(query.get('expires')) - Math.floor(Date.now() / 1000))
+    sendFile(req, res, file, {
+      'cache-control': `private, max-age=${left}`,
+      'content-disposition': `inline; filename="${dispositionName(p.filename, file)}"`,
+      // The signed query must not travel onwards in a Referer header.
+      'referrer-policy': 'no-referrer',
+      'cross-origin-resource-policy': 'same-site',
+    })
+  }
+  router.on('GET', '/files/private/:orgId/:fileId/:filename', privateFile)
+  router.on('HEAD', '/files/private/:orgId/:fileId/:filename', privateFile)
+
+  /** A fresh signed link to a screenshot, for a member of the organisation (the web app). */
+  router.on('GET', '/api/app/orgs/:orgId/attachments/:attachmentId/link', async (req, res, p) => {
+    const user = await requireUser(db, req)
+    const org = await requireMember(db, p.orgId as string, user)
+    const attachmentId = (p.attachmentId ?? '').toLowerCase()
+    const attachment = await live.read(boardDocName(org.id), (doc) => {
+      const m = UUID.test(attachmentId) ? boardMaps(doc).attachments.get(attachmentId) : undefined
+      return m ? readAttachment(attachmentId, m) : undefined
+    })
+    if (!attachment) throw new ApiError(404, 'No such attachment')
+    const link = signFileLink(await fileLinkSecret(db), config, {
+      orgId: org.id,
+      id: attachment.id,
+      filename: attachment.filename,
+    })
+    sendJson(res, 200, link)
+  })
+
+  /** A teammate deletes a screenshot: its entry and its bytes go in one transaction. */
+  router.on('DELETE', '/api/app/orgs/:orgId/attachments/:attachmentId', async (req, res, p) => {
+    const user = await requireUser(db, req)
+    const org = await requireMember(db, p.orgId as string, user)
+    const attachmentId = (p.attachmentId ?? '').toLowerCase()
+    if (!UUID.test(attachmentId)) throw new ApiError(404, 'No such attachment')
+    await live.write(
+      boardDocName(org.id),
+      { type: 'person', orgId: org.id, userId: user.id, email: user.email },
+      async (w) => {
+        if (!boardMaps(w.doc).attachments.has(attachmentId)) {
+          throw new ApiError(404, 'No such attachment')
+        }
+        await store.delete(org.id, attachmentId, w.tx)
+        w.mutate((doc) => boardMaps(doc).attachments.delete(attachmentId))
+      },
+    )
+    sendEmpty(res, 204)
+  })
+}

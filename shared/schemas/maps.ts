@@ -1,0 +1,124 @@
+import { z } from 'zod'
+import { LIMITS } from '../constants.ts'
+import { HEX_COLOR } from '../map-doc.ts'
+import { finite, id, params, text, writeParams } from './common.ts'
+import { imageBase64, noUrl } from './images.ts'
+
+/** Mind maps, nodes and edges (specification: Maps, Nodes, Edges). */
+
+const title = text('title', LIMITS.mapTitle.min, LIMITS.mapTitle.max)
+
+const nodeText = (name: string) =>
+  z
+    .string({
+      error: (i) => (i.input === undefined ? `${name} is required` : `${name} must be a string`),
+    })
+    .max(LIMITS.nodeText.max, {
+      error: `${name} must be at most ${LIMITS.nodeText.max} characters (limit ${LIMITS.nodeText.max})`,
+    })
+
+const color = (name: string) =>
+  z
+    .string({ error: `${name} must be a # hex colour like #3b82f6` })
+    .regex(HEX_COLOR, { error: `${name} must be a # hex colour like #3b82f6 or #f80` })
+
+/** list_maps: every map of the organisation, most recently changed first. Read-only. */
+export const list_maps = params({})
+
+/** create_map: a new, empty map. Not idempotent. */
+export const create_map = writeParams({ title })
+
+/** rename_map: sets the title (1–200 characters, like create_map). 404 for a missing or foreign map. */
+export const rename_map = writeParams({ mapId: id('mapId'), title })
+
+/** get_map: the map with all its nodes and edges. 404 for a missing, deleted or foreign map. */
+export const get_map = params({ mapId: id('mapId') })
+
+/** delete_map: permanent; its nodes and edges go with it (published node images stay). */
+export const delete_map = writeParams({ mapId: id('mapId') })
+
+const nodeFields = {
+  text: nodeText('text'),
+  x: finite('x').optional(),
+  y: finite('y').optional(),
+  color: color('color').optional(),
+}
+
+/**
+ * create_node: adds a node. Without x/y it is placed below the lowest node (a new column
+ * at x 0). Not idempotent.
+ */
+export const create_node = writeParams({ mapId: id('mapId'), ...nodeFields })
+
+/** create_nodes: 1–100 nodes in one call, all or none; returned in input order. */
+export const create_nodes = writeParams({
+  mapId: id('mapId'),
+  nodes: z
+    .array(
+      z.strictObject({
+        text: nodeText('text'),
+        x: finite('x').optional(),
+        y: finite('y').optional(),
+        color: color('color').optional(),
+      }),
+      {
+        error: (i) =>
+          i.input === undefined
+            ? 'nodes is required: an array of { text, x?, y?, color? }'
+            : 'nodes must be an array of { text, x?, y?, color? }',
+      },
+    )
+    .min(LIMITS.createNodes.min, {
+      error: `nodes must hold ${LIMITS.createNodes.min}–${LIMITS.createNodes.max} nodes`,
+    })
+    .max(LIMITS.createNodes.max, {
+      error: `nodes must hold ${LIMITS.createNodes.min}–${LIMITS.createNodes.max} nodes (limit ${LIMITS.createNodes.max} per call)`,
+    }),
+})
+
+/** update_node: writes only the fields sent (at least one of text, x, y, color). */
+export const update_node = writeParams({
+  nodeId: id('nodeId'),
+  text: nodeText('text').optional(),
+  x: finite('x').optional(),
+  y: finite('y').optional(),
+  color: color('color').optional(),
+})
+
+/**
+ * set_node_image: validates the image from its bytes, publishes it at a permanent public
+ * URL and sets the node's imageUrl. Each call publishes a new file.
+ */
+export const set_node_image = writeParams({ nodeId: id('nodeId'), imageBase64, url: noUrl })
+
+/** clear_node_image: removes imageUrl from the node; the node stays and the file stays published. */
+export const clear_node_image = writeParams({ nodeId: id('nodeId') })
+
+/** delete_node: removes the node and every edge touching it. */
+export const delete_node = writeParams({ nodeId: id('nodeId') })
+
+const edgeFields = { sourceId: id('sourceId'), targetId: id('targetId') }
+
+/** create_edge: connects two different nodes of the same map. Not idempotent. */
+export const create_edge = writeParams({ mapId: id('mapId'), ...edgeFields })
+
+/** create_edges: 1–200 edges in one call, all or none; returned in input order. */
+export const create_edges = writeParams({
+  mapId: id('mapId'),
+  edges: z
+    .array(z.strictObject(edgeFields), {
+      error: (i) =>
+        i.input === undefined
+          ? 'edges is required: an array of { sourceId, targetId }'
+          : 'edges must be an array of { sourceId, targetId }',
+    })
+    .min(LIMITS.createEdges.min, {
+      error: `edges must hold ${LIMITS.createEdges.min}–${LIMITS.createEdges.max} edges`,
+    })
+    .max(LIMITS.createEdges.max, {
+      error: `edges must hold ${LIMITS.createEdges.min}–${LIMITS.createEdges.max} edges (limit ${LIMITS.createEdges.max} per call)`,
+    }),
+})
+
+/** delete_edge: removes one edge. */
+export const delete_edge = writeParams({ edgeId: id('edgeId') })
