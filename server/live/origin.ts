@@ -1,4 +1,5 @@
 import type { AgentIdentity } from '../../shared/labels.ts'
+import type { WebhookEventType } from '../../shared/schemas/webhooks.ts'
 
 /**
  * Who a server-side document write is made for. Persistence, the change log, claim checks
@@ -25,8 +26,9 @@ export interface ServerTransactionOrigin {
   context: { write: WriteOrigin }
 }
 
-export const EVENT_TYPES = ['card.created', 'card.moved', 'comment.added'] as const
-export type EventType = (typeof EVENT_TYPES)[number]
+/** The webhook event types; one list, in shared/ so the app API's schema uses it too. */
+export { WEBHOOK_EVENT_TYPES as EVENT_TYPES } from '../../shared/schemas/webhooks.ts'
+export type EventType = WebhookEventType
 
 /**
  * Something a write did that webhooks announce. Recorded in the write's own transaction

@@ -1,0 +1,104 @@
+import type { Db } from '../../persistence/db.ts'
+import { createWebhook as createWebhookBody } from '../../shared/schemas/webhooks.ts'
+import { parseParams } from '../agent/validation.ts'
+import { ApiError } from '../api-error.ts'
+import type { Config } from '../config.ts'
+import { readJson, sendEmpty, sendJson } from '../http/json.ts'
+import type { Params, Router } from '../http/router.ts'
+import { refusedAtRegistration } from '../webhooks/address-guard.ts'
+import {
+  createWebhook,
+  deleteWebhook,
+  deliveryDetail,
+  enableWebhook,
+  listWebhooks,
+} from '../webhooks/registry.ts'
+import { requireMember, requireUser } from './session.ts'
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+const MANAGERS = ['owner', 'admin'] as const
+
+/** The webhook id of the path, or the 404 an unknown one gets. */
+function webhookIdOf(p: Params): string {
+  const id = p.webhookId ?? ''
+  if (!UUID.test(id)) throw new ApiError(404, 'No such webhook')
+  return id.toLowerCase()
+}
+
+/**
+ * Webhook management in the app API (DESIGN.md Contract 2), for owners and admins only:
+ * a member gets 403, a person outside the organisation 404.
+ *
+ * - `POST /api/app/orgs/:orgId/webhooks` `{ url, events }` → 201 `{ webhook, secret }`;
+ *   the secret is shown here only.
+ * - `GET /api/app/orgs/:orgId/webhooks` → `{ webhooks }`, each with its status,
+ *   `disabledReason` and `recentDeliveries` (newest first).
+ * - `DELETE /api/app/orgs/:orgId/webhooks/:webhookId` → 204; pending deliveries are dropped.
+ * - `POST /api/app/orgs/:orgId/webhooks/:webhookId/enable` → 200 `{ webhook }`: switches a
+ *   self-disabled endpoint back on (idempotent).
+ * - `GET /api/app/orgs/:orgId/webhooks/:webhookId/deliveries/:deliveryId` → `{ delivery,
+ *   attempts }`: every attempt of one delivery, for debugging a receiver.
+ */
+export function webhookRoutes(router: Router, deps: { db: Db; config: Config }): void {
+  const { db, config } = deps
+  const manager = async (req: Parameters<typeof requireUser>[1], p: Params) => {
+    const user = await requireUser(db, req)
+    const org = await requireMember(db, p.orgId ?? '', user, MANAGERS)
+    return { user, org }
+  }
+
+  router.on('POST', '/api/app/orgs/:orgId/webhooks', async (req, res, p) => {
+    const { user, org } = await manager(req, p)
+    const input = parseParams('register webhook', createWebhookBody, (await readJson(req)) ?? {})
+    if (!config.webhookAllowPrivate) {
+      const refused = refusedAtRegistration(new URL(input.url).hostname)
+      if (refused) {
+        throw new ApiError(
+          400,
+          `url must point to a public address; ${refused.host} is ${refused.why}`,
+        )
+      }
+    }
+    const created = await createWebhook(db, {
+      orgId: org.id,
+      url: input.url,
+      events: input.events,
+      createdBy: user.id,
+    })
+    sendJson(res, 201, created)
+  })
+
+  router.on('GET', '/api/app/orgs/:orgId/webhooks', async (req, res, p) => {
+    const { org } = await manager(req, p)
+    sendJson(res, 200, { webhooks: await listWebhooks(db, org.id) })
+  })
+
+  router.on('DELETE', '/api/app/orgs/:orgId/webhooks/:webhookId', async (req, res, p) => {
+    const { org } = await manager(req, p)
+    if (!(await deleteWebhook(db, org.id, webhookIdOf(p)))) {
+      throw new ApiError(404, 'No such webhook')
+    }
+    sendEmpty(res)
+  })
+
+  router.on('POST', '/api/app/orgs/:orgId/webhooks/:webhookId/enable', async (req, res, p) => {
+    const { org } = await manager(req, p)
+    const webhook = await enableWebhook(db, org.id, webhookIdOf(p))
+    if (!webhook) throw new ApiError(404, 'No such webhook')
+    sendJson(res, 200, { webhook })
+  })
+
+  router.on(
+    'GET',
+    '/api/app/orgs/:orgId/webhooks/:webhookId/deliveries/:deliveryId',
+    async (req, res, p) => {
+      const { org } = await manager(req, p)
+      const deliveryId = p.deliveryId ?? ''
+      const found = UUID.test(deliveryId)
+        ? await deliveryDetail(db, org.id, webhookIdOf(p), deliveryId.toLowerCase())
+        : undefined
+      if (!found) throw new ApiError(404, 'No such delivery')
+      sendJson(res, 200, found)
+    },
+  )
+}

@@ -1,0 +1,37 @@
+import { createHmac, randomBytes } from 'node:crypto'
+
+const SECRET_PREFIX = 'whsec_'
+
+/** A new endpoint secret: `whsec_` + base64 of 32 random bytes (DESIGN.md). */
+export function newWebhookSecret(): string {
+  return `${SECRET_PREFIX}${randomBytes(32).toString('base64')}`
+}
+
+/**
+ * The headers that let a receiver check a delivery:
+ * - `X-Service-Signature: v1=<hex HMAC-SHA256>` keyed with the whole secret string as
+ *   shown (UTF-8, `whsec_` included) over `<timestamp>.<body>`;
+ * - the Standard Webhooks trio, whose key is the base64-decoded part after `whsec_` and
+ *   whose signed content is `<webhook-id>.<timestamp>.<body>`, so off-the-shelf
+ *   libraries (`standardwebhooks`, Svix) verify it unchanged.
+ * `deliveryId` is the same on every retry; `timestamp` (Unix seconds) is the attempt's.
+ */
+export function signatureHeaders(
+  secret: string,
+  deliveryId: string,
+  timestamp: number,
+  body: string,
+): Record<string, string> {
+  const ts = String(timestamp)
+  const service = createHmac('sha256', secret).update(`${ts}.${body}`).digest('hex')
+  const key = Buffer.from(secret.slice(SECRET_PREFIX.length), 'base64')
+  const standard = createHmac('sha256', key).update(`${deliveryId}.${ts}.${body}`).digest('base64')
+  return {
+    'x-service-signature': `v1=${service}`,
+    'x-service-delivery': deliveryId,
+    'x-service-timestamp': ts,
+    'webhook-id': deliveryId,
+    'webhook-timestamp': ts,
+    'webhook-signature': `v1,${standard}`,
+  }
+}

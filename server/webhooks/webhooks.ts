@@ -1,0 +1,49 @@
+import type { Db } from '../../persistence/db.ts'
+import type { Config } from '../config.ts'
+import type { Logger } from '../http/json.ts'
+import type { EventSink } from '../live/origin.ts'
+import { outboxSink } from './outbox.ts'
+import { type Clock, type DeliveryTiming, systemClock } from './timing.ts'
+import { DeliveryWorker, type WorkerHooks } from './worker.ts'
+
+/** What tests may inject; production passes nothing. */
+export interface WebhookOptions {
+  clock?: Clock
+  timing?: Partial<DeliveryTiming>
+  hooks?: WorkerHooks
+}
+
+/**
+ * The webhooks of one server process: the outbox sink the write path calls inside each
+ * write's transaction, and the delivery worker that sends what the outbox holds.
+ */
+export class Webhooks {
+  readonly worker: DeliveryWorker
+  readonly sink: EventSink
+
+  constructor(deps: { db: Db; log: Logger; config: Config }, options: WebhookOptions = {}) {
+    const clock = options.clock ?? systemClock
+    this.worker = new DeliveryWorker({
+      db: deps.db,
+      log: deps.log,
+      allowPrivate: deps.config.webhookAllowPrivate,
+      clock,
+      timing: {
+        pollMs: deps.config.webhookPollMs,
+        concurrency: deps.config.webhookConcurrency,
+        ...options.timing,
+      },
+      ...(options.hooks ? { hooks: options.hooks } : {}),
+    })
+    this.sink = outboxSink({ clock, enqueued: (ids) => this.worker.nudge(ids) })
+  }
+
+  start(): void {
+    this.worker.start()
+  }
+
+  /** Waits for in-flight deliveries to be sent and recorded. */
+  stop(): Promise<void> {
+    return this.worker.stop()
+  }
+}

@@ -1,0 +1,132 @@
+import { z } from 'zod'
+import type { Comment, Task } from '../records.ts'
+
+/** The events a webhook can subscribe to, as the specification names them. */
+export const WEBHOOK_EVENT_TYPES = ['card.created', 'card.moved', 'comment.added'] as const
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number]
+
+/** Webhooks an organisation may register (each write fans out to every one). */
+export const MAX_WEBHOOKS_PER_ORG = 20
+export const WEBHOOK_URL_MAX = 2000
+
+const EVENT_LIST = WEBHOOK_EVENT_TYPES.join(', ')
+
+/**
+ * A receiving address: absolute http(s), no user name or password (the signature is the
+ * authentication), normalised by the URL parser with any `#fragment` dropped (it is never
+ * sent). Whether its host is a public address is checked by the server, at registration
+ * for literal addresses and again on the resolved address at every connection.
+ */
+export const webhookUrl = z
+  .string({
+    error: (i) => (i.input === undefined ? 'url is required' : 'url must be a string'),
+  })
+  .trim()
+  .max(WEBHOOK_URL_MAX, { error: `url must be at most ${WEBHOOK_URL_MAX} characters` })
+  .transform((raw, ctx) => {
+    let parsed: URL
+    try {
+      parsed = new URL(raw)
+    } catch {
+      ctx.addIssue({
+        code: 'custom',
+        message: 'url must be an absolute http:// or https:// address',
+      })
+      return z.NEVER
+    }
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+      ctx.addIssue({
+        code: 'custom',
+        message: `url must use http or https, not ${parsed.protocol.slice(0, -1)}`,
+      })
+      return z.NEVER
+    }
+    if (parsed.username || parsed.password) {
+      ctx.addIssue({
+        code: 'custom',
+        message:
+          'url must not contain a user name or password; verify deliveries by their signature',
+      })
+      return z.NEVER
+    }
+    if (!parsed.hostname) {
+      ctx.addIssue({ code: 'custom', message: 'url must name a host' })
+      return z.NEVER
+    }
+    parsed.hash = ''
+    return parsed.href
+  })
+
+/** A non-empty set of event types; duplicates are folded, order is kept. */
+export const webhookEvents = z
+  .array(
+    z.enum(WEBHOOK_EVENT_TYPES, {
+      error: `each entry of events must be one of ${EVENT_LIST}`,
+    }),
+    {
+      error: (i) =>
+        i.input === undefined
+          ? `events is required: an array of one or more of ${EVENT_LIST}`
+          : `events must be an array of one or more of ${EVENT_LIST}`,
+    },
+  )
+  .min(1, { error: `events must name at least one of ${EVENT_LIST}` })
+  .transform((list) => [...new Set(list)])
+
+/**
+ * `POST /api/app/orgs/:orgId/webhooks` (owner or admin): registers an address for the
+ * chosen events. Not idempotent: each call registers a new endpoint with a new secret.
+ */
+export const createWebhook = z.strictObject({ url: webhookUrl, events: webhookEvents })
+
+/** Who made the change an event announces. */
+export type WebhookActor =
+  | {
+      type: 'agent'
+      /** The key's robot account, the `createdByEmail`/`authorEmail` of what it writes. */
+      email: string
+      keyId: string
+      /** Identity the agent sent with the write; null when it sent none. */
+      agentName: string | null
+      house: string | null
+      generation: number | null
+      isSubChild: boolean
+      /** The board's display label for this identity. */
+      label: string
+    }
+  | { type: 'person'; email: string; userId: string }
+  | { type: 'server' }
+
+/** `data` of each event type. */
+export interface WebhookEventData {
+  'card.created': { taskId: string; task: Task }
+  'card.moved': {
+    taskId: string
+    task: Task
+    fromColumnId: string
+    toColumnId: string
+    /** Title of the destination column at the time of the move. */
+    toColumnTitle: string
+  }
+  'comment.added': {
+    commentId: string
+    comment: Comment
+    taskId: string
+    /** True when the comment carried no agentName (a person's, for attribution only). */
+    authorIsHuman: boolean
+  }
+}
+
+/** The JSON body of every delivery; the same bytes on every retry. */
+export type WebhookPayload = {
+  [T in WebhookEventType]: {
+    /** Event id: the same in the deliveries of this event to every endpoint. */
+    id: string
+    type: T
+    /** When the change committed (ISO 8601 UTC). */
+    createdAt: string
+    organizationId: string
+    actor: WebhookActor
+    data: WebhookEventData[T]
+  }
+}[WebhookEventType]
