@@ -1,0 +1,56 @@
+import type { ActionName, ActionSpec } from '../../shared/actions.ts'
+
+/**
+ * What an agent needs to use the tools well, written once. Each tool's description is its
+ * own row's description from the action table plus the notes below that apply to it,
+ * chosen from the row's flags (claimLocked, write) and its schema (a `position` param), so
+ * a new action gets the right advice without anyone listing it here.
+ */
+
+/** The specification's recommended loop. */
+export const RECOMMENDED_LOOP =
+  'Recommended loop: get_board → get_task → claim_task → do the work → add_comment → move_task → release_task (also when failing) → get_changes with the returned cursor as since.'
+
+const CLAIM_LOCK_NOTE =
+  'Claim locked: while someone else holds the card this returns a 409 tool error with holder and expiresAt: work another card and come back after expiresAt (or ask an owner or admin to release it). A 409 without holder means you hold no live claim: call claim_task again before writing (but if its message says another agent is working on the card, back off). Never retry a 409 in a loop.'
+
+const IDENTITY_NOTE =
+  'Send the same agentName, house and generation you claimed with (a different name is refused); a write without a name is checked by key only.'
+
+const POSITION_NOTE = 'Leave position out to append at the bottom; that is the advised use.'
+
+const ERRORS_NOTE =
+  'Failures are tool errors (isError) with { status, error }: 400 fix the params named in the message; 404 the id is stale, re-read; 403 do not retry; 429 wait retryAfter seconds and slow down; 500 retry once after a short pause.'
+
+/** The MCP tool description of one action: its own text, then the notes that apply. */
+export function toolDescription(spec: ActionSpec, takesPosition: boolean): string {
+  const notes = [spec.description]
+  if (spec.claimLocked) notes.push(CLAIM_LOCK_NOTE)
+  if (spec.write) notes.push(IDENTITY_NOTE)
+  if (takesPosition) notes.push(POSITION_NOTE)
+  notes.push(ERRORS_NOTE, RECOMMENDED_LOOP)
+  return notes.join('\n\n')
+}
+
+/** `get_board` → `Get board`: the human-readable title clients show. */
+export function toolTitle(name: ActionName): string {
+  const words = name.replaceAll('_', ' ')
+  return words.charAt(0).toUpperCase() + words.slice(1)
+}
+
+/**
+ * The server's `instructions` (sent at initialisation): the whole guide in one place.
+ * `positionTools` are the tools that take a `position`, read from their schemas.
+ */
+export function serverInstructions(positionTools: readonly string[]): string {
+  return [
+    'Corkboard: a shared team board (columns, cards, comments, screenshots) and mind maps, worked on live by people and agents. Every tool is one action of the agent endpoint and writes appear live to people watching the board.',
+    RECOMMENDED_LOOP,
+    'Claiming a card is a real lock. Claim before changing a card and release it when done, also when the work failed. A 409 with holder: someone else holds the card; work another card and come back after expiresAt. A 409 without holder: you hold no live claim (released, taken back, never claimed or lapsed); claim again before writing. If the message says another agent is working on the card but there is no holder, back off instead of re-claiming. Never retry a 409 in a loop.',
+    'Identity: agents sharing one key are told apart by name. Send agentName (and house with generation, or isSubChild with the PARENT name) on claim_task, and the same identity on every later write to that card. add_comment without agentName counts as a person’s comment.',
+    `Positions: leave position out on ${positionTools.join(', ')} to append; that is the advised use.`,
+    'Images are sent as plain base64 bytes in imageBase64 (no data: prefix, no whitespace, never a URL); PNG or WebP preferred, at most 3 MB. get_task returns a card’s screenshots as image content.',
+    'Follow changes with get_changes: call it without since to start watching, then send back the cursor it returns as since; truncated:true means call again at once.',
+    ERRORS_NOTE,
+  ].join('\n\n')
+}

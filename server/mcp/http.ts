@@ -1,0 +1,97 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
+import type { Services } from '../agent/context.ts'
+import { bearerKey, runAction } from '../agent/endpoint.ts'
+import { ApiError } from '../api-error.ts'
+import { authenticateApiKey } from '../auth/api-keys.ts'
+import { type Logger, MAX_BODY_BYTES, sendError } from '../http/json.ts'
+import { chargeRequest } from '../rate-limit/limiter.ts'
+import { createToolServer, type ToolFailure, ToolFailureError } from './tools.ts'
+
+export const MCP_PATH = '/mcp'
+
+/** The failure shown for an error of the action path: ApiErrors as sent, faults as a bare 500. */
+export function failureOfApiError(error: unknown, log: Logger, retryAfter?: number): ToolFailure {
+  if (!(error instanceof ApiError)) {
+    log.error(error)
+    return { status: 500, error: 'Internal server error' }
+  }
+  // The same body as the endpoint sends (`{ error, ...extra }`), with its status first.
+  const failure: ToolFailure = { status: error.status, error: error.message, ...error.extra }
+  if (error.status === 429 && retryAfter !== undefined) failure.retryAfter = retryAfter
+  return failure
+}
+
+/**
+ * `POST /mcp`: the Model Context Protocol over Streamable HTTP, stateless. Every HTTP
+ * request is authenticated with its own `Authorization: Bearer <API key>` (so a revoked key
+ * stops at once) and served by a fresh server and transport; a tool call runs the action
+ * through `runAction`, the endpoint's own path, so rate budgets, validation, claim locks
+ * and errors are the same as `POST /api/agent`. Only tool calls are charged against the
+ * budgets, as requests are on the endpoint; initialisation and tools/list are not.
+ */
+export function mcpEndpoint(services: Services, log: Logger) {
+  return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    try {
+      if (req.method !== 'POST') {
+        // Stateless: no session to resume or delete and no standalone event stream.
+        res.setHeader('allow', 'POST')
+        throw new ApiError(
+          405,
+          `Method ${req.method} not allowed: ${MCP_PATH} is a stateless Streamable HTTP endpoint and takes POST only`,
+        )
+      }
+      let key: Awaited<ReturnType<typeof authenticateApiKey>>
+      try {
+        key = await authenticateApiKey(services.db, bearerKey(req))
+      } catch (error) {
+        if (error instanceof ApiError && error.status === 401) {
+          res.setHeader('www-authenticate', 'Bearer realm="corkboard"')
+        }
+        throw error
+      }
+      const setHeaders = (headers: Record<string, string>) => {
+        if (res.headersSent) return
+        for (const [name, value] of Object.entries(headers)) res.setHeader(name, value)
+      }
+      const server = createToolServer({
+        execute: async (action, args) => {
+          let retryAfter: number | undefined
+          try {
+            return await runAction(services, key, action, args, {
+              onRateLimit: (headers) => {
+                setHeaders(headers)
+                if (headers['Retry-After'] !== undefined)
+                  retryAfter = Number(headers['Retry-After'])
+              },
+            })
+          } catch (error) {
+            throw new ToolFailureError(failureOfApiError(error, log, retryAfter))
+          }
+        },
+        onUnknownTool: async () => {
+          try {
+            await chargeRequest(services.limiter, key, undefined, setHeaders)
+          } catch (error) {
+            throw new ToolFailureError(failureOfApiError(error, log))
+          }
+        },
+        log,
+      })
+      const transport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: undefined,
+        // One JSON answer per POST: tool calls here never stream progress.
+        enableJsonResponse: true,
+        maxRequestBodySize: MAX_BODY_BYTES,
+      })
+      res.on('close', () => {
+        void transport.close()
+        void server.close()
+      })
+      await server.connect(transport)
+      await transport.handleRequest(req, res)
+    } catch (error) {
+      sendError(res, error, log)
+    }
+  }
+}

@@ -1,0 +1,220 @@
+import { Server } from '@modelcontextprotocol/sdk/server/index.js'
+import {
+  CallToolRequestSchema,
+  type CallToolResult,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js'
+import { z } from 'zod'
+import { type ActionName, actionNames, actions, isActionName } from '../../shared/actions.ts'
+import { serverInstructions, toolDescription, toolTitle } from './guidance.ts'
+
+/**
+ * The MCP tools, one per row of the action table, same name. Built on the SDK's low-level
+ * `Server` rather than `McpServer.registerTool`, because registerTool validates arguments
+ * with the zod schema itself and answers a failure with its own message: here the raw
+ * arguments go to the same path as `POST /api/agent` (rate budgets → the action's zod
+ * schema → handler), so a 400 names the parameter in exactly the endpoint's words and an
+ * invalid call spends the same budget. The JSON Schema each tool publishes is converted
+ * from that same zod schema (the input side: what a caller sends).
+ */
+
+export const SERVER_NAME = 'corkboard'
+export const SERVER_VERSION = '0.1.0'
+
+/** The JSON Schema of what a caller sends to an action, from the action's zod schema. */
+export function inputJsonSchema(name: ActionName): Tool['inputSchema'] {
+  const schema = z.toJSONSchema(actions[name].input, { io: 'input', target: 'draft-2020-12' })
+  if (schema.type !== 'object') {
+    throw new Error(`the params of ${name} must be a JSON object schema, got ${schema.type}`)
+  }
+  return schema as Tool['inputSchema']
+}
+
+function buildTools(): Tool[] {
+  return actionNames.map((name) => {
+    const spec = actions[name]
+    const inputSchema = inputJsonSchema(name)
+    return {
+      name,
+      title: toolTitle(name),
+      description: toolDescription(spec, Object.hasOwn(inputSchema.properties ?? {}, 'position')),
+      inputSchema,
+      annotations: {
+        title: toolTitle(name),
+        readOnlyHint: !spec.write,
+        // Every tool acts on this service's own board and maps, never on the outside world.
+        openWorldHint: false,
+      },
+    }
+  })
+}
+
+/** The tool list, computed once from the action table. */
+export const tools: readonly Tool[] = buildTools()
+
+export const instructions = serverInstructions(
+  tools.filter((t) => Object.hasOwn(t.inputSchema.properties ?? {}, 'position')).map((t) => t.name),
+)
+
+/**
+ * A failed action as a tool sees it: the endpoint's `{ error, ...extra }` body (a 409's
+ * `holder` and `expiresAt`) with its status, and for a 429 the seconds to wait.
+ */
+export interface ToolFailure {
+  status: number
+  error: string
+  retryAfter?: number
+  [extra: string]: unknown
+}
+
+/** Thrown by an executor for a failure to show the caller as a tool error. */
+export class ToolFailureError extends Error {
+  readonly failure: ToolFailure
+  constructor(failure: ToolFailure) {
+    super(failure.error)
+    this.failure = failure
+  }
+}
+
+/** Runs one action for the caller; a failure is thrown as a {@link ToolFailureError}. */
+export type ToolExecutor = (action: ActionName, args: Record<string, unknown>) => Promise<unknown>
+
+export interface ToolHooks {
+  execute: ToolExecutor
+  /** Called for a tool name that is not an action (the endpoint charges such a request). */
+  onUnknownTool?(name: string): Promise<void>
+  /** Where faults (anything but a ToolFailureError) are logged before a generic 500. */
+  log?: Pick<Console, 'error'>
+}
+
+interface ImageOfResult {
+  attachmentId: string
+  mimeType: string
+  dataBase64: string
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v)
+
+/** Screenshots carried as bytes (get_task's `images`), found by shape rather than by name. */
+function imagesOf(result: Record<string, unknown>): ImageOfResult[] {
+  const images = result.images
+  if (!Array.isArray(images)) return []
+  return images.filter(
+    (i): i is ImageOfResult =>
+      isRecord(i) &&
+      typeof i.attachmentId === 'string' &&
+      typeof i.mimeType === 'string' &&
+      typeof i.dataBase64 === 'string',
+  )
+}
+
+/**
+ * A success: the result as structured content (exactly what the endpoint returns) and as
+ * JSON text, plus each screenshot as image content. The text leaves the image bytes out
+ * (they follow as images), so a model does not read megabytes of base64 as text.
+ */
+export function toolResult(result: unknown): CallToolResult {
+  if (!isRecord(result)) {
+    return { content: [{ type: 'text', text: JSON.stringify(result) }] }
+  }
+  const images = imagesOf(result)
+  const textView =
+    images.length === 0
+      ? result
+      : {
+          ...result,
+          images: images.map((image, i) => ({
+            attachmentId: image.attachmentId,
+            mimeType: image.mimeType,
+            dataBase64: `(${image.dataBase64.length} characters of base64, sent as image content ${i + 1} of ${images.length})`,
+          })),
+        }
+  return {
+    content: [
+      { type: 'text', text: JSON.stringify(textView) },
+      ...images.map((image) => ({
+        type: 'image' as const,
+        data: image.dataBase64,
+        mimeType: image.mimeType,
+      })),
+    ],
+    structuredContent: result,
+  }
+}
+
+/** What an agent should do about a failure, by status. */
+function adviceFor(failure: ToolFailure): string {
+  switch (failure.status) {
+    case 0:
+      return 'No answer from the service: check that it runs at the configured URL, then try again.'
+    case 400:
+      return 'The same call fails the same way: fix the parameter the message names.'
+    case 401:
+      return 'The API key is missing, malformed or revoked: check the host, then the key.'
+    case 403:
+      return 'This key is not allowed the operation: do not retry; a person must change its access.'
+    case 404:
+      return 'No such id in this organisation: the id is stale, re-read the board.'
+    case 409:
+      return failure.holder !== undefined
+        ? `Someone else holds the card: work another card and come back after ${typeof failure.expiresAt === 'string' ? failure.expiresAt : 'expiresAt'}, or ask an owner or admin to release it. Do not retry in a loop.`
+        : 'You hold no live claim on this card (or another agent is working on it): call claim_task again before writing, unless the message says another agent is working on it, then back off. Do not retry in a loop.'
+    case 429:
+      return `A rate budget is used up: wait ${failure.retryAfter ?? 'a few'} seconds and slow down.`
+    default:
+      return failure.status >= 500
+        ? 'A failure inside the service: retry once after a short pause.'
+        : 'The call failed; do not retry it unchanged.'
+  }
+}
+
+/** A failure as a tool error: `isError`, the status and message, and what to do about it. */
+export function toolError(failure: ToolFailure): CallToolResult {
+  const body: Record<string, unknown> = { ...failure }
+  return {
+    isError: true,
+    content: [
+      { type: 'text', text: JSON.stringify(body) },
+      { type: 'text', text: adviceFor(failure) },
+    ],
+    structuredContent: body,
+  }
+}
+
+/** An MCP server offering every action as a tool; connect it to any transport. */
+export function createToolServer(hooks: ToolHooks): Server {
+  const failureOf = (error: unknown): ToolFailure => {
+    if (error instanceof ToolFailureError) return error.failure
+    ;(hooks.log ?? console).error(error)
+    return { status: 500, error: 'Internal server error' }
+  }
+  const server = new Server(
+    { name: SERVER_NAME, title: 'Corkboard', version: SERVER_VERSION },
+    { capabilities: { tools: {} }, instructions },
+  )
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [...tools] }))
+  server.setRequestHandler(CallToolRequestSchema, async (request) => {
+    const { name, arguments: args } = request.params
+    if (!isActionName(name)) {
+      try {
+        await hooks.onUnknownTool?.(name)
+      } catch (error) {
+        return toolError(failureOf(error))
+      }
+      throw new McpError(
+        ErrorCode.InvalidParams,
+        `Unknown tool "${name}": call tools/list for the ${tools.length} tools`,
+      )
+    }
+    try {
+      return toolResult(await hooks.execute(name, args ?? {}))
+    } catch (error) {
+      return toolError(failureOf(error))
+    }
+  })
+  return server
+}

@@ -1,0 +1,337 @@
+import { spawnSync } from 'node:child_process'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { z } from 'zod'
+import { actionNames, actions } from '../../shared/actions.ts'
+import {
+  BadRequestError,
+  ConflictError,
+  createAgentClient,
+  NotFoundError,
+  RateLimitedError,
+} from '../../shared/agent-client.ts'
+import { LIMITS } from '../../shared/constants.ts'
+import { ownerWithAgent } from '../support/client.ts'
+import { startServer, type TestServer } from '../support/server.ts'
+import { STORAGES } from '../support/storage.ts'
+import {
+  callTool,
+  connect,
+  connectHttp,
+  PNG_BASE64,
+  pngOfSize,
+  ROOT,
+  TRANSPORTS,
+  toolOk,
+  type World,
+  world,
+} from './harness.ts'
+
+const IMAGE_BUDGET = 6
+
+/** The endpoint's error for a call, as the typed client throws it. */
+async function endpointError(promise: Promise<unknown>) {
+  return promise.then(
+    () => {
+      throw new Error('expected the endpoint to refuse the call')
+    },
+    (error: unknown) => error,
+  )
+}
+
+describe.each(STORAGES)('MCP tools (%s)', (kind) => {
+  let server: TestServer
+
+  beforeAll(async () => {
+    server = await startServer(kind, { rateLimitImagesPerOrg: IMAGE_BUDGET })
+  })
+  afterAll(() => server.close())
+
+  describe.each(TRANSPORTS)('over %s', (transport) => {
+    let w: World
+
+    beforeAll(async () => {
+      w = await world(transport, server.url)
+    })
+    afterAll(() => w?.mcp.close())
+
+    test('tools/list has exactly one tool per action, named as the action', async () => {
+      const { tools } = await w.mcp.listTools()
+      expect(tools.map((t) => t.name).sort()).toEqual([...actionNames].sort())
+      expect(tools).toHaveLength(actionNames.length)
+    })
+
+    test("each tool's input schema is the action's zod schema as JSON Schema", async () => {
+      const { tools } = await w.mcp.listTools()
+      for (const tool of tools) {
+        const input = actions[tool.name as keyof typeof actions].input
+        expect(tool.inputSchema).toEqual(z.toJSONSchema(input, { io: 'input' }))
+        // And it says the same things the endpoint enforces: the same params, the same
+        // required ones, nothing else accepted.
+        if (!(input instanceof z.ZodObject))
+          throw new Error(`${tool.name} params are not an object`)
+        const shape = input.shape as Record<string, z.ZodType>
+        expect(Object.keys(tool.inputSchema.properties ?? {}).sort()).toEqual(
+          Object.keys(shape).sort(),
+        )
+        const required = Object.keys(shape).filter((k) => !shape[k]?.safeParse(undefined).success)
+        expect([...(tool.inputSchema.required ?? [])].sort()).toEqual(required.sort())
+        expect(tool.inputSchema.additionalProperties).toBe(false)
+      }
+    })
+
+    test('each description is the action’s own, plus the advice that applies to it', async () => {
+      const { tools } = await w.mcp.listTools()
+      for (const tool of tools) {
+        const spec = actions[tool.name as keyof typeof actions]
+        expect(tool.description).toContain(spec.description)
+        expect(tool.description).toMatch(/get_board → get_task → claim_task/)
+        expect(tool.description).toMatch(/release_task \(also when failing\)/)
+        expect(tool.annotations?.readOnlyHint).toBe(!spec.write)
+        expect(tool.description?.includes('409 tool error with holder and expiresAt')).toBe(
+          spec.claimLocked,
+        )
+        expect(tool.description?.includes('same agentName, house and generation')).toBe(spec.write)
+        const takesPosition = 'position' in (tool.inputSchema.properties ?? {})
+        expect(tool.description?.includes('Leave position out to append')).toBe(takesPosition)
+      }
+      expect(w.mcp.getInstructions()).toMatch(/Recommended loop: get_board → get_task/)
+    })
+
+    test('every tool the guidance names is a tool of the list', async () => {
+      const { tools } = await w.mcp.listTools()
+      const text = [w.mcp.getInstructions(), ...tools.map((t) => t.description)].join('\n')
+      const named = new Set(text.match(/\b[a-z]+(?:_[a-z]+)+\b/g))
+      const params = new Set(tools.flatMap((t) => Object.keys(t.inputSchema.properties ?? {})))
+      const unknown = [...named].filter(
+        (n) => !(actionNames as string[]).includes(n) && !params.has(n),
+      )
+      expect(unknown).toEqual([])
+    })
+
+    test('a 400 comes back as a tool error with the endpoint’s status and message', async () => {
+      const { column } = await w.api.create_column({ title: 'Errors' })
+      const params = { columnId: column.id, title: 'x', colour: 'red' }
+      const result = await callTool(w.mcp, 'create_task', params)
+      expect(result.isError).toBe(true)
+      const refused = await endpointError(w.api.call('create_task', params as never))
+      expect(refused).toBeInstanceOf(BadRequestError)
+      expect(result.structuredContent).toEqual({
+        status: 400,
+        error: (refused as BadRequestError).message,
+      })
+      expect((refused as BadRequestError).message).toMatch(/"colour"/)
+      expect(result.content[0]).toEqual({
+        type: 'text',
+        text: JSON.stringify(result.structuredContent),
+      })
+      expect(result.content[1]).toMatchObject({ type: 'text', text: expect.stringMatching(/fix/) })
+    })
+
+    test('a 409 with holder comes back as a tool error carrying holder and expiresAt', async () => {
+      const { column } = await w.api.create_column({ title: 'Claims' })
+      const { task } = await w.api.create_task({ columnId: column.id, title: 'Held' })
+      const { claim } = await w.api.claim_task({ taskId: task.id, agentName: 'Ada' })
+      const result = await callTool(w.mcp, 'claim_task', { taskId: task.id, agentName: 'Grace' })
+      expect(result.isError).toBe(true)
+      const refused = await endpointError(w.api.claim_task({ taskId: task.id, agentName: 'Grace' }))
+      expect(refused).toBeInstanceOf(ConflictError)
+      const conflict = refused as ConflictError
+      expect(result.structuredContent).toEqual({
+        status: 409,
+        error: conflict.message,
+        holder: conflict.holder,
+        expiresAt: claim.expiresAt,
+      })
+      expect(conflict.holder?.holder).toBe('Ada')
+      expect(result.content[1]).toMatchObject({ text: expect.stringMatching(/another card/) })
+
+      // The same lock holds for the card's other writes, exactly as on the endpoint.
+      const update = await callTool(w.mcp, 'update_task', {
+        taskId: task.id,
+        title: 'Taken over',
+        agentName: 'Grace',
+      })
+      expect(update.isError).toBe(true)
+      expect(update.structuredContent).toMatchObject({ status: 409, holder: { holder: 'Ada' } })
+      expect((await w.api.get_task({ taskId: task.id })).task.title).toBe('Held')
+    })
+
+    test('a 409 without holder (no live claim to heartbeat) says to claim again', async () => {
+      const { column } = await w.api.create_column({ title: 'Unclaimed' })
+      const { task } = await w.api.create_task({ columnId: column.id, title: 'Free' })
+      const result = await callTool(w.mcp, 'heartbeat_task', { taskId: task.id })
+      expect(result.isError).toBe(true)
+      expect(result.structuredContent).toEqual({
+        status: 409,
+        error: expect.stringMatching(/claim_task again/),
+      })
+      expect(result.content[1]).toMatchObject({ text: expect.stringMatching(/claim_task again/) })
+    })
+
+    test('a 404 comes back as a tool error, as the endpoint’s', async () => {
+      const params = { taskId: '00000000-0000-4000-8000-000000000000' }
+      const result = await callTool(w.mcp, 'get_task', params)
+      const refused = await endpointError(w.api.get_task(params))
+      expect(refused).toBeInstanceOf(NotFoundError)
+      expect(result).toMatchObject({
+        isError: true,
+        structuredContent: { status: 404, error: (refused as NotFoundError).message },
+      })
+    })
+
+    test("get_task returns the card's screenshots as image content", async () => {
+      const { column } = await w.api.create_column({ title: 'Screens' })
+      const { task } = await w.api.create_task({ columnId: column.id, title: 'With a screenshot' })
+      const { attachment } = await toolOk(w.mcp, 'attach_screenshot', {
+        taskId: task.id,
+        imageBase64: PNG_BASE64,
+        filename: 'screen',
+      })
+      const result = await callTool(w.mcp, 'get_task', { taskId: task.id })
+      expect(result.isError).toBeFalsy()
+      expect(result.content.filter((c) => c.type === 'image')).toEqual([
+        { type: 'image', data: PNG_BASE64, mimeType: 'image/png' },
+      ])
+      expect(result.structuredContent).toMatchObject({
+        images: [{ attachmentId: attachment.id, mimeType: 'image/png', dataBase64: PNG_BASE64 }],
+      })
+      // The text keeps the model's context free of the bytes it gets as an image.
+      const text = result.content[0]
+      expect(text?.type === 'text' && text.text.includes(PNG_BASE64)).toBe(false)
+    })
+
+    test('a screenshot at the 3 MB limit fits through the tool, as through the endpoint', async () => {
+      const { column } = await w.api.create_column({ title: 'Big screens' })
+      const { task } = await w.api.create_task({ columnId: column.id, title: 'Large' })
+      const image = pngOfSize(LIMITS.imageBytes)
+      const { attachment } = await toolOk(w.mcp, 'attach_screenshot', {
+        taskId: task.id,
+        imageBase64: image.toString('base64'),
+      })
+      expect(attachment).toMatchObject({ mimeType: 'image/png', size: LIMITS.imageBytes })
+    })
+
+    test('an unknown tool is a protocol error, not a tool result', async () => {
+      await expect(w.mcp.callTool({ name: 'force_release_task', arguments: {} })).rejects.toThrow(
+        /Unknown tool "force_release_task"/,
+      )
+    })
+
+    test('tools share the endpoint’s rate budgets: calls through either count against one', async () => {
+      // A fresh organisation, so its screenshot budget is untouched.
+      const { agent } = await ownerWithAgent(server.url)
+      const api = createAgentClient({ url: server.url, apiKey: agent.key })
+      const mcp = await connect(transport, server.url, agent.key)
+      try {
+        const { column } = await api.create_column({ title: 'Budget' })
+        const { task } = await api.create_task({ columnId: column.id, title: 'Screens' })
+        const shot = { taskId: task.id, imageBase64: PNG_BASE64 }
+        for (let i = 0; i < IMAGE_BUDGET; i++) {
+          if (i % 2 === 0) await api.attach_screenshot(shot)
+          else await toolOk(mcp, 'attach_screenshot', shot)
+        }
+        const result = await callTool(mcp, 'attach_screenshot', shot)
+        expect(result.isError).toBe(true)
+        expect(result.structuredContent).toMatchObject({
+          status: 429,
+          error: expect.stringMatching(/attach_screenshot budget/),
+          retryAfter: expect.any(Number),
+        })
+        expect((result.structuredContent as { retryAfter: number }).retryAfter).toBeGreaterThan(0)
+        const refused = await endpointError(api.attach_screenshot(shot))
+        expect(refused).toBeInstanceOf(RateLimitedError)
+        expect((await api.get_task({ taskId: task.id })).task.imageCount).toBe(IMAGE_BUDGET)
+      } finally {
+        await mcp.close()
+      }
+    })
+  })
+
+  describe('Streamable HTTP at /mcp', () => {
+    test('a request without a key is a 401 with the endpoint’s message', async () => {
+      const res = await fetch(`${server.url}/mcp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+      })
+      expect(res.status).toBe(401)
+      expect(res.headers.get('www-authenticate')).toMatch(/^Bearer/)
+      const { error } = await res.json()
+      expect(error).toMatch(/Missing Authorization header/)
+      const endpoint = await fetch(`${server.url}/api/agent`, { method: 'POST' })
+      expect(endpoint.status).toBe(401)
+      expect((await endpoint.json()).error).toBe(error)
+    })
+
+    test('a revoked key stops working at once, also for a connected client', async () => {
+      const { owner, agent, orgId } = await ownerWithAgent(server.url)
+      const mcp = await connectHttp(server.url, agent.key)
+      try {
+        const { key } = await toolOk(mcp, 'whoami')
+        const revoked = await owner.request('DELETE', `/api/app/orgs/${orgId}/api-keys/${key.id}`)
+        expect(revoked.status).toBe(204)
+        await expect(mcp.callTool({ name: 'whoami', arguments: {} })).rejects.toMatchObject({
+          code: 401,
+          message: expect.stringMatching(/Invalid or revoked API key/),
+        })
+      } finally {
+        await mcp.close()
+      }
+    })
+
+    test.each(['GET', 'DELETE', 'PUT'])(
+      '%s is a 405: the endpoint is stateless',
+      async (method) => {
+        const { agent } = await ownerWithAgent(server.url)
+        const res = await fetch(`${server.url}/mcp`, {
+          method,
+          headers: { authorization: `Bearer ${agent.key}` },
+        })
+        expect(res.status).toBe(405)
+        expect(res.headers.get('allow')).toBe('POST')
+      },
+    )
+
+    test('a tool call answers with the rate-limit headers of the endpoint', async () => {
+      const { agent } = await ownerWithAgent(server.url)
+      const res = await fetch(`${server.url}/mcp`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${agent.key}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': '2025-06-18',
+        },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 7,
+          method: 'tools/call',
+          params: { name: 'whoami', arguments: {} },
+        }),
+      })
+      expect(res.status).toBe(200)
+      expect(res.headers.get('ratelimit-policy')).toMatch(/"per-key";q=\d+;w=60/)
+      expect(res.headers.get('ratelimit')).toMatch(/"per-key";r=\d+;t=\d+/)
+      const body = await res.json()
+      expect(body.result.structuredContent.organization.name).toBe('Acme')
+    })
+  })
+})
+
+describe('the stdio command', () => {
+  test('refuses to start without a key or URL, and says what is missing', () => {
+    const run = (args: string[], env: Record<string, string>) =>
+      spawnSync(process.execPath, ['server/mcp/stdio.ts', ...args], {
+        cwd: ROOT,
+        env: { PATH: process.env.PATH ?? '', ...env },
+        encoding: 'utf8',
+      })
+    const noKey = run(['--url', 'http://127.0.0.1:1'], {})
+    expect(noKey.status).toBe(2)
+    expect(noKey.stderr).toMatch(/CORKBOARD_API_KEY/)
+    expect(noKey.stdout).toBe('')
+    const noUrl = run([], { CORKBOARD_API_KEY: 'cb_x' })
+    expect(noUrl.status).toBe(2)
+    expect(noUrl.stderr).toMatch(/--url or set CORKBOARD_URL/)
+  })
+})
