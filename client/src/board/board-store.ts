@@ -1,0 +1,549 @@
+import * as Y from 'yjs'
+import {
+  type BoardMaps,
+  boardMaps,
+  readAttachment,
+  readColumn,
+  readComment,
+  readProject,
+  type StoredAttachment,
+  type StoredComment,
+} from '../../../shared/board-doc.ts'
+import { presentClaim, type StoredClaim } from '../../../shared/claims.ts'
+import { PRIORITIES, type Priority, TASK_TYPES, type TaskType } from '../../../shared/constants.ts'
+import type { ClaimRecord, Column, Project } from '../../../shared/records.ts'
+
+/** What a card on the board shows: everything but the description, which only the card panel reads. */
+export interface CardView {
+  id: string
+  columnId: string
+  projectId: string | null
+  title: string
+  type: TaskType | null
+  /** The card's own level; the board shows the effective one (on fire counts as high). */
+  priority: Priority | null
+  tags: readonly string[]
+  assigneeIds: readonly string[]
+  position: number
+  createdAt: string
+  updatedAt: string
+  archivedAt: string | null
+  createdByEmail: string
+  commentCount: number
+  imageCount: number
+  /** As of the last look at the clock: a lease past expiresAt shows as lapsed. */
+  claim: ClaimRecord | null
+}
+
+/** The cards of one column in board order; `version` changes whenever any of them changes. */
+export interface ColumnCards {
+  ids: readonly string[]
+  version: number
+}
+
+const EMPTY_CARDS: ColumnCards = { ids: [], version: 0 }
+
+function text(m: Y.Map<unknown>, key: string): string {
+  const v = m.get(key)
+  return typeof v === 'string' ? v : ''
+}
+
+function textOrNull(m: Y.Map<unknown>, key: string): string | null {
+  const v = m.get(key)
+  return typeof v === 'string' && v !== '' ? v : null
+}
+
+function stringList(m: Y.Map<unknown>, key: string): string[] {
+  const v = m.get(key)
+  return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []
+}
+
+function oneOf<T extends string>(values: readonly T[], v: unknown): T | null {
+  return typeof v === 'string' && (values as readonly string[]).includes(v) ? (v as T) : null
+}
+
+/** A claim as the server projects it, checked field by field: the document is wire data too. */
+export function asStoredClaim(v: unknown): StoredClaim | undefined {
+  if (typeof v !== 'object' || v === null) return undefined
+  const c = v as Record<string, unknown>
+  const s = (k: string) => (typeof c[k] === 'string' ? (c[k] as string) : null)
+  const taskId = s('taskId')
+  const expiresAt = s('expiresAt')
+  if (!taskId || !expiresAt) return undefined
+  return {
+    taskId,
+    keyId: s('keyId') ?? '',
+    agentName: s('agentName'),
+    house: s('house'),
+    generation: typeof c.generation === 'number' ? c.generation : null,
+    isSubChild: c.isSubChild === true,
+    status: c.status === 'lapsed' ? 'lapsed' : 'working',
+    note: s('note'),
+    startedAt: s('startedAt') ?? '',
+    updatedAt: s('updatedAt') ?? '',
+    expiresAt,
+    isLive: c.isLive === true,
+    holder: s('holder') ?? '',
+    releasedAt: s('releasedAt'),
+  }
+}
+
+function byPosition(a: { position: number; id: string }, b: { position: number; id: string }) {
+  return a.position - b.position || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+}
+
+/**
+ * An index of the board document for the UI, updated incrementally from Yjs events and
+ * subscribed to narrowly: a change to one card notifies that card and its column, nothing
+ * else, so a board of thousands of cards re-renders only what changed.
+ *
+ * Topics: `card:<id>`, `cards:<columnId>` (membership, order or any card's data),
+ * `columns`, `projects`, `tags`, `archived`, `layout`, `comments:<taskId>`, `attachments:<taskId>`.
+ */
+export class BoardStore {
+  readonly doc: Y.Doc
+  readonly maps: BoardMaps
+  private readonly cards = new Map<string, CardView>()
+  private readonly columnCards = new Map<string, ColumnCards>()
+  private columnList: readonly Column[] = []
+  private readonly columnById = new Map<string, Column>()
+  private projectList: readonly Project[] = []
+  private readonly projectById = new Map<string, Project>()
+  private tagList: readonly string[] | undefined
+  private archivedList: readonly CardView[] | undefined
+  private readonly commentTask = new Map<string, string>()
+  private readonly commentsByTask = new Map<string, Set<string>>()
+  private readonly commentSnapshots = new Map<string, readonly StoredComment[]>()
+  private readonly attachmentTask = new Map<string, string>()
+  private readonly attachmentsByTask = new Map<string, Set<string>>()
+  private readonly attachmentSnapshots = new Map<string, readonly StoredAttachment[]>()
+  private readonly listeners = new Map<string, Set<() => void>>()
+  private expiryTimer: ReturnType<typeof setTimeout> | undefined
+  private layoutVersion = 0
+  private readonly unobserve: (() => void)[] = []
+
+  constructor(doc: Y.Doc) {
+    this.doc = doc
+    this.maps = boardMaps(doc)
+    this.rebuildColumns()
+    this.rebuildProjects()
+    this.maps.comments.forEach((m, id) => {
+      this.indexChild(this.commentTask, this.commentsByTask, id, text(m, 'taskId'))
+    })
+    this.maps.attachments.forEach((m, id) => {
+      this.indexChild(this.attachmentTask, this.attachmentsByTask, id, text(m, 'taskId'))
+    })
+    this.maps.tasks.forEach((_m, id) => {
+      const card = this.readCard(id)
+      if (card) this.cards.set(id, card)
+    })
+    const columns = new Set<string>()
+    for (const card of this.cards.values()) columns.add(card.columnId)
+    for (const c of columns) this.sortColumn(c)
+    this.scheduleExpiry()
+    this.observe()
+  }
+
+  // ---- reading --------------------------------------------------------------------------
+
+  card(id: string): CardView | undefined {
+    return this.cards.get(id)
+  }
+
+  cardsOf(columnId: string): ColumnCards {
+    return this.columnCards.get(columnId) ?? EMPTY_CARDS
+  }
+
+  columns(): readonly Column[] {
+    return this.columnList
+  }
+
+  column(id: string): Column | undefined {
+    return this.columnById.get(id)
+  }
+
+  projects(): readonly Project[] {
+    return this.projectList
+  }
+
+  project(id: string | null): Project | undefined {
+    return id ? this.projectById.get(id) : undefined
+  }
+
+  /** Every tag in use on the board (not archived), case-insensitively unique, sorted. */
+  tags(): readonly string[] {
+    if (!this.tagList) {
+      const seen = new Map<string, string>()
+      for (const c of this.cards.values()) {
+        if (c.archivedAt) continue
+        for (const t of c.tags) if (!seen.has(t.toLowerCase())) seen.set(t.toLowerCase(), t)
+      }
+      this.tagList = [...seen.values()].sort((a, b) => a.localeCompare(b))
+    }
+    return this.tagList
+  }
+
+  /** Changes whenever a card joins, leaves or moves between columns (topic `layout`). */
+  layout(): number {
+    return this.layoutVersion
+  }
+
+  /** Every card, archived ones included (for a column's delete dialog, project filters). */
+  allCards(): IterableIterator<CardView> {
+    return this.cards.values()
+  }
+
+  archived(): readonly CardView[] {
+    if (!this.archivedList) {
+      this.archivedList = [...this.cards.values()]
+        .filter((c) => c.archivedAt)
+        .sort((a, b) => (b.archivedAt ?? '').localeCompare(a.archivedAt ?? ''))
+    }
+    return this.archivedList
+  }
+
+  /** A card's comment thread, oldest first. */
+  comments(taskId: string): readonly StoredComment[] {
+    let snap = this.commentSnapshots.get(taskId)
+    if (!snap) {
+      const out: StoredComment[] = []
+      for (const id of this.commentsByTask.get(taskId) ?? []) {
+        const m = this.maps.comments.get(id)
+        if (m) out.push(readComment(id, m))
+      }
+      snap = out.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id))
+      this.commentSnapshots.set(taskId, snap)
+    }
+    return snap
+  }
+
+  attachments(taskId: string): readonly StoredAttachment[] {
+    let snap = this.attachmentSnapshots.get(taskId)
+    if (!snap) {
+      const out: StoredAttachment[] = []
+      for (const id of this.attachmentsByTask.get(taskId) ?? []) {
+        const m = this.maps.attachments.get(id)
+        if (m) out.push(readAttachment(id, m))
+      }
+      snap = out.sort((a, b) => a.createdAt.localeCompare(b.createdAt))
+      this.attachmentSnapshots.set(taskId, snap)
+    }
+    return snap
+  }
+
+  /** The card's Y.Text description (created on first edit when an old card has none). */
+  description(taskId: string): Y.Text | undefined {
+    const m = this.maps.tasks.get(taskId)
+    const d = m?.get('description')
+    return d instanceof Y.Text ? d : undefined
+  }
+
+  // ---- subscribing ----------------------------------------------------------------------
+
+  subscribe(topic: string, fn: () => void): () => void {
+    let set = this.listeners.get(topic)
+    if (!set) {
+      set = new Set()
+      this.listeners.set(topic, set)
+    }
+    set.add(fn)
+    return () => {
+      set.delete(fn)
+      if (set.size === 0) this.listeners.delete(topic)
+    }
+  }
+
+  private emit(topics: Iterable<string>) {
+    for (const t of topics) {
+      const set = this.listeners.get(t)
+      if (set) for (const fn of [...set]) fn()
+    }
+  }
+
+  // ---- keeping up with the document ------------------------------------------------------
+
+  private readCard(id: string): CardView | undefined {
+    const m = this.maps.tasks.get(id)
+    if (!m) return undefined
+    const stored = asStoredClaim(this.maps.claims.get(id))
+    const position = m.get('position')
+    return {
+      id,
+      columnId: text(m, 'columnId'),
+      projectId: textOrNull(m, 'projectId'),
+      title: text(m, 'title'),
+      type: oneOf(TASK_TYPES, m.get('type')),
+      priority: oneOf(PRIORITIES, m.get('priority')),
+      tags: stringList(m, 'tags'),
+      assigneeIds: stringList(m, 'assigneeIds'),
+      position: typeof position === 'number' && Number.isFinite(position) ? position : 0,
+      createdAt: text(m, 'createdAt'),
+      updatedAt: text(m, 'updatedAt'),
+      archivedAt: textOrNull(m, 'archivedAt'),
+      createdByEmail: text(m, 'createdByEmail'),
+      commentCount: this.commentsByTask.get(id)?.size ?? 0,
+      imageCount: this.attachmentsByTask.get(id)?.size ?? 0,
+      claim: stored ? presentClaim(stored, Date.now()) : null,
+    }
+  }
+
+  private sortColumn(columnId: string) {
+    const list: CardView[] = []
+    for (const c of this.cards.values()) {
+      if (c.columnId === columnId && !c.archivedAt) list.push(c)
+    }
+    list.sort(byPosition)
+    const version = (this.columnCards.get(columnId)?.version ?? 0) + 1
+    this.columnCards.set(columnId, { ids: list.map((c) => c.id), version })
+  }
+
+  private bumpColumn(columnId: string) {
+    const current = this.columnCards.get(columnId) ?? EMPTY_CARDS
+    this.columnCards.set(columnId, { ids: current.ids, version: current.version + 1 })
+  }
+
+  /** Re-reads these cards and notifies exactly the topics whose answer changed. */
+  private refreshCards(ids: Iterable<string>) {
+    const topics = new Set<string>()
+    const resort = new Set<string>()
+    const bump = new Set<string>()
+    for (const id of ids) {
+      const before = this.cards.get(id)
+      const after = this.readCard(id)
+      if (after) this.cards.set(id, after)
+      else this.cards.delete(id)
+      topics.add(`card:${id}`)
+      if (!before || !after) {
+        if (before) resort.add(before.columnId)
+        if (after) resort.add(after.columnId)
+        this.tagList = undefined
+        this.archivedList = undefined
+        topics.add('tags').add('archived')
+        continue
+      }
+      if (
+        before.columnId !== after.columnId ||
+        before.position !== after.position ||
+        before.archivedAt !== after.archivedAt
+      ) {
+        resort.add(before.columnId)
+        resort.add(after.columnId)
+      } else bump.add(after.columnId)
+      if (before.archivedAt !== after.archivedAt) {
+        this.archivedList = undefined
+        this.tagList = undefined
+        topics.add('archived').add('tags')
+      }
+      if (before.tags !== after.tags && before.tags.join('\n') !== after.tags.join('\n')) {
+        this.tagList = undefined
+        topics.add('tags')
+      }
+    }
+    for (const c of resort) {
+      this.sortColumn(c)
+      topics.add(`cards:${c}`)
+    }
+    if (resort.size > 0) {
+      this.layoutVersion += 1
+      topics.add('layout')
+    }
+    for (const c of bump) {
+      if (resort.has(c)) continue
+      this.bumpColumn(c)
+      topics.add(`cards:${c}`)
+    }
+    this.emit(topics)
+  }
+
+  private rebuildColumns() {
+    const list: Column[] = []
+    this.maps.columns.forEach((m, id) => {
+      list.push(readColumn(id, m))
+    })
+    list.sort(byPosition)
+    this.columnList = list
+    this.columnById.clear()
+    for (const c of list) this.columnById.set(c.id, c)
+  }
+
+  private rebuildProjects() {
+    const list: Project[] = []
+    this.maps.projects.forEach((m, id) => {
+      list.push(readProject(id, m))
+    })
+    list.sort((a, b) => a.name.localeCompare(b.name))
+    this.projectList = list
+    this.projectById.clear()
+    for (const p of list) this.projectById.set(p.id, p)
+  }
+
+  private indexChild(
+    owner: Map<string, string>,
+    byTask: Map<string, Set<string>>,
+    id: string,
+    taskId: string,
+  ) {
+    owner.set(id, taskId)
+    let set = byTask.get(taskId)
+    if (!set) {
+      set = new Set()
+      byTask.set(taskId, set)
+    }
+    set.add(id)
+  }
+
+  private unindexChild(owner: Map<string, string>, byTask: Map<string, Set<string>>, id: string) {
+    const taskId = owner.get(id)
+    if (taskId === undefined) return undefined
+    owner.delete(id)
+    byTask.get(taskId)?.delete(id)
+    return taskId
+  }
+
+  /** Comments and attachments: keep per-card counts and threads, re-read the cards whose counts moved. */
+  private observeChildren(
+    map: Y.Map<Y.Map<unknown>>,
+    owner: Map<string, string>,
+    byTask: Map<string, Set<string>>,
+    snapshots: Map<string, unknown>,
+    topic: 'comments' | 'attachments',
+  ) {
+    const handler = (events: Y.YEvent<Y.AbstractType<unknown>>[]) => {
+      const countChanged = new Set<string>()
+      const contentChanged = new Set<string>()
+      for (const e of events) {
+        if (e.target === map) {
+          for (const [id, change] of e.changes.keys) {
+            if (change.action === 'delete' || change.action === 'update') {
+              const taskId = this.unindexChild(owner, byTask, id)
+              if (taskId !== undefined) countChanged.add(taskId)
+            }
+            if (change.action === 'add' || change.action === 'update') {
+              const m = map.get(id)
+              if (m) {
+                const taskId = text(m, 'taskId')
+                this.indexChild(owner, byTask, id, taskId)
+                countChanged.add(taskId)
+              }
+            }
+          }
+        } else {
+          const id = e.path[0]
+          const taskId = typeof id === 'string' ? owner.get(id) : undefined
+          if (taskId !== undefined) contentChanged.add(taskId)
+        }
+      }
+      for (const t of [...countChanged, ...contentChanged]) snapshots.delete(t)
+      this.emit([...countChanged, ...contentChanged].map((t) => `${topic}:${t}`))
+      if (countChanged.size > 0) this.refreshCards(countChanged)
+    }
+    map.observeDeep(handler)
+    this.unobserve.push(() => map.unobserveDeep(handler))
+  }
+
+  private observe() {
+    const { tasks, columns, projects, claims, comments, attachments } = this.maps
+    const onTasks = (events: Y.YEvent<Y.AbstractType<unknown>>[]) => {
+      const dirty = new Set<string>()
+      for (const e of events) {
+        if (e.target === tasks) {
+          for (const key of e.changes.keys.keys()) dirty.add(key)
+          continue
+        }
+        const [id, field] = e.path
+        // Typing in a description changes nothing the board shows.
+        if (typeof id === 'string' && field !== 'description') dirty.add(id)
+      }
+      if (dirty.size > 0) this.refreshCards(dirty)
+    }
+    tasks.observeDeep(onTasks)
+    this.unobserve.push(() => tasks.unobserveDeep(onTasks))
+
+    const onColumns = () => {
+      const before = this.columnById
+      const old = new Map(before)
+      this.rebuildColumns()
+      const topics = new Set<string>(['columns'])
+      for (const c of this.columnList) {
+        const was = old.get(c.id)
+        // Fire changes every card's effective priority in the column.
+        if (!was || was.onFire !== c.onFire) {
+          this.bumpColumn(c.id)
+          topics.add(`cards:${c.id}`)
+        }
+      }
+      this.emit(topics)
+    }
+    columns.observeDeep(onColumns)
+    this.unobserve.push(() => columns.unobserveDeep(onColumns))
+
+    const onProjects = () => {
+      this.rebuildProjects()
+      // Project chips on cards read names and colours from here.
+      const topics = new Set<string>(['projects'])
+      for (const c of this.columnList) {
+        this.bumpColumn(c.id)
+        topics.add(`cards:${c.id}`)
+      }
+      this.emit(topics)
+    }
+    projects.observeDeep(onProjects)
+    this.unobserve.push(() => projects.unobserveDeep(onProjects))
+
+    const onClaims = (e: Y.YMapEvent<ClaimRecord>) => {
+      this.refreshCards(e.keysChanged)
+      this.scheduleExpiry()
+    }
+    claims.observe(onClaims)
+    this.unobserve.push(() => claims.unobserve(onClaims))
+
+    this.observeChildren(
+      comments,
+      this.commentTask,
+      this.commentsByTask,
+      this.commentSnapshots,
+      'comments',
+    )
+    this.observeChildren(
+      attachments,
+      this.attachmentTask,
+      this.attachmentsByTask,
+      this.attachmentSnapshots,
+      'attachments',
+    )
+  }
+
+  /**
+   * A claim lapses when its lease passes, and nothing is written then: re-read the cards
+   * whose leases end, at the moment they end, so the board shows them as lapsed.
+   */
+  private scheduleExpiry() {
+    if (this.expiryTimer) clearTimeout(this.expiryTimer)
+    this.expiryTimer = undefined
+    const now = Date.now()
+    let soonest = Number.POSITIVE_INFINITY
+    this.maps.claims.forEach((v) => {
+      const c = asStoredClaim(v)
+      if (!c || c.releasedAt) return
+      const t = Date.parse(c.expiresAt)
+      if (t > now && t < soonest) soonest = t
+    })
+    if (!Number.isFinite(soonest)) return
+    // setTimeout caps at ~24.8 days; a longer lease is simply checked again later.
+    const wait = Math.min(soonest - now + 50, 2 ** 31 - 1)
+    this.expiryTimer = setTimeout(() => {
+      const due: string[] = []
+      for (const card of this.cards.values()) {
+        if (card.claim?.isLive && Date.parse(card.claim.expiresAt) <= Date.now()) due.push(card.id)
+      }
+      this.refreshCards(due)
+      this.scheduleExpiry()
+    }, wait)
+  }
+
+  destroy(): void {
+    if (this.expiryTimer) clearTimeout(this.expiryTimer)
+    for (const u of this.unobserve) u()
+    this.listeners.clear()
+  }
+}

@@ -1,0 +1,116 @@
+import { HocuspocusProvider, type HocuspocusProviderWebsocket } from '@hocuspocus/provider'
+import { IndexeddbPersistence } from 'y-indexeddb'
+import * as Y from 'yjs'
+
+/** What the server says when it undid one of this person's edits (DESIGN.md: reverts, not vetoes). */
+export interface RevertNotice {
+  type: 'reverted'
+  reason: string
+  taskId?: string
+}
+
+export function parseRevert(payload: string): RevertNotice | undefined {
+  let data: unknown
+  try {
+    data = JSON.parse(payload)
+  } catch {
+    return undefined
+  }
+  if (typeof data !== 'object' || data === null) return undefined
+  const { type, reason, taskId } = data as Record<string, unknown>
+  if (type !== 'reverted' || typeof reason !== 'string') return undefined
+  return typeof taskId === 'string' ? { type, reason, taskId } : { type, reason }
+}
+
+export interface DocStatus {
+  /** The copy kept on this device has been read (the document can be shown offline). */
+  loaded: boolean
+  /** The first exchange with the server is done since the last (re)connection. */
+  synced: boolean
+  /** Updates sent that the server has not acknowledged yet. */
+  unsynced: number
+  /** Why the server refused this document, if it did. */
+  refused: string | undefined
+}
+
+/** The local name of a document's IndexedDB copy: per person, so sign-out can forget them. */
+export function localName(userId: string, docName: string): string {
+  return `corkboard/${userId}/${docName}`
+}
+
+/**
+ * One live document: a Y.Doc kept in IndexedDB (y-indexeddb, so it opens and edits with no
+ * connection) and synchronised over the organisation's shared WebSocket (Hocuspocus).
+ */
+export class LiveDoc {
+  readonly name: string
+  readonly doc = new Y.Doc()
+  readonly provider: HocuspocusProvider
+  readonly persistence: IndexeddbPersistence
+  readonly whenLoaded: Promise<void>
+  status: DocStatus = { loaded: false, synced: false, unsynced: 0, refused: undefined }
+  private readonly listeners = new Set<() => void>()
+  private readonly revertListeners = new Set<(notice: RevertNotice) => void>()
+
+  constructor(options: {
+    name: string
+    userId: string
+    socket: HocuspocusProviderWebsocket
+    token: () => Promise<string>
+  }) {
+    this.name = options.name
+    this.persistence = new IndexeddbPersistence(localName(options.userId, options.name), this.doc)
+    this.whenLoaded = this.persistence.whenSynced.then(() => {
+      this.update({ loaded: true })
+    })
+    this.provider = new HocuspocusProvider({
+      websocketProvider: options.socket,
+      name: options.name,
+      document: this.doc,
+      token: options.token,
+      onSynced: () => this.update({ synced: true, refused: undefined }),
+      onUnsyncedChanges: ({ number }) => this.update({ unsynced: number }),
+      onAuthenticationFailed: ({ reason }) => this.update({ refused: reason }),
+      onClose: () => this.update({ synced: false }),
+      onStateless: ({ payload }) => {
+        const notice = parseRevert(payload)
+        if (notice) for (const l of this.revertListeners) l(notice)
+      },
+    })
+    // Several providers share one socket, and each must attach itself (DESIGN.md).
+    this.provider.attach()
+  }
+
+  get awareness() {
+    const a = this.provider.awareness
+    if (!a) throw new Error('live documents always have awareness')
+    return a
+  }
+
+  private update(patch: Partial<DocStatus>) {
+    this.status = { ...this.status, ...patch }
+    for (const l of this.listeners) l()
+  }
+
+  subscribe = (fn: () => void) => {
+    this.listeners.add(fn)
+    return () => {
+      this.listeners.delete(fn)
+    }
+  }
+
+  onRevert(fn: (notice: RevertNotice) => void): () => void {
+    this.revertListeners.add(fn)
+    return () => {
+      this.revertListeners.delete(fn)
+    }
+  }
+
+  destroy(): void {
+    this.provider.destroy()
+    void this.persistence.destroy()
+    this.doc.destroy()
+    this.listeners.clear()
+    this.revertListeners.clear()
+  }
+}

@@ -1,0 +1,162 @@
+import { type FormEvent, useCallback, useEffect, useState } from 'react'
+import { type ApiKey, appApi } from '../api/app-api.ts'
+import { describeError } from '../api/http.ts'
+import { CopyButton } from '../ui/copy-button.tsx'
+import { KeyIcon } from '../ui/icons.tsx'
+import { Labeled } from '../ui/labeled.tsx'
+import { confirmDialog } from '../ui/modal.tsx'
+import { toast } from '../ui/toast.tsx'
+import { useWorkspace } from '../workspace.tsx'
+import { formatDate, NeedsAdmin } from './settings-page.tsx'
+
+/** API keys: made here, shown exactly once, listed by name and prefix, revoked at once. */
+export function ApiKeys() {
+  const { org, canAdmin } = useWorkspace()
+  const [keys, setKeys] = useState<readonly ApiKey[]>()
+  const [error, setError] = useState<string>()
+  const [created, setCreated] = useState<{ name: string; key: string }>()
+  const [busy, setBusy] = useState(false)
+
+  const load = useCallback(async () => {
+    try {
+      setKeys((await appApi.apiKeys(org.id)).apiKeys)
+      setError(undefined)
+    } catch (e) {
+      setError(describeError(e))
+    }
+  }, [org.id])
+
+  useEffect(() => {
+    if (canAdmin) void load()
+  }, [canAdmin, load])
+
+  if (!canAdmin) return <NeedsAdmin what="API keys" />
+
+  const create = async (e: FormEvent<HTMLFormElement>) => {
+    e.preventDefault()
+    const form = e.currentTarget
+    const name = String(new FormData(form).get('name')).trim()
+    if (!name) return
+    setBusy(true)
+    try {
+      const res = await appApi.createApiKey(org.id, name)
+      setCreated({ name: res.apiKey.name, key: res.key })
+      form.reset()
+      await load()
+    } catch (err) {
+      toast('error', describeError(err))
+    } finally {
+      setBusy(false)
+    }
+  }
+
+  const revoke = async (k: ApiKey) => {
+    const ok = await confirmDialog({
+      title: `Revoke “${k.name}”?`,
+      message:
+        'Every program using this key is refused from this moment, even mid-request. This cannot be undone; make a new key to replace it.',
+      confirmLabel: 'Revoke key',
+      danger: true,
+    })
+    if (!ok) return
+    try {
+      await appApi.revokeApiKey(org.id, k.id)
+      toast('success', `“${k.name}” was revoked`)
+      await load()
+    } catch (err) {
+      toast('error', describeError(err))
+    }
+  }
+
+  return (
+    <div className="settings-stack">
+      <section className="settings-card" aria-labelledby="newkey-heading">
+        <h2 id="newkey-heading">Create an API key</h2>
+        <p className="muted">
+          Agents and scripts call <code>POST {location.origin}/api/agent</code> with{' '}
+          <code>Authorization: Bearer &lt;key&gt;</code>. The name labels the key on this screen
+          only; the board shows the identity an agent sends when it claims a card.
+        </p>
+        <form className="inline-form" onSubmit={create}>
+          <Labeled label="Key name" className="grow">
+            {(p) => (
+              <input {...p} name="name" required maxLength={100} placeholder="e.g. Triage agent" />
+            )}
+          </Labeled>
+          <button type="submit" className="btn btn-primary" disabled={busy}>
+            <KeyIcon size={15} /> Create key
+          </button>
+        </form>
+        {created && (
+          <div className="secret-box" role="status" data-testid="new-key">
+            <p>
+              <strong>Copy the key for “{created.name}” now.</strong> It is shown this once and
+              cannot be retrieved again; only a hash of it is kept.
+            </p>
+            <div className="secret-row">
+              <code data-testid="api-key-value">{created.key}</code>
+              <CopyButton text={created.key} label="Copy key" />
+            </div>
+            <button
+              type="button"
+              className="btn btn-ghost btn-small"
+              onClick={() => setCreated(undefined)}
+            >
+              I have stored it
+            </button>
+          </div>
+        )}
+      </section>
+
+      <section className="settings-card" aria-labelledby="keys-heading">
+        <h2 id="keys-heading">Keys</h2>
+        {error && (
+          <p className="form-error" role="alert">
+            {error}
+          </p>
+        )}
+        {keys && keys.length === 0 && <p className="muted">No keys yet.</p>}
+        {keys && keys.length > 0 && (
+          <table className="table" data-testid="api-keys-table">
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Key</th>
+                <th scope="col">Created</th>
+                <th scope="col">By</th>
+                <th scope="col">Last used</th>
+                <th scope="col">
+                  <span className="sr-only">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {keys.map((k) => (
+                <tr key={k.id}>
+                  <td>{k.name}</td>
+                  <td>
+                    <code className="prefix">{k.prefix}…</code>
+                  </td>
+                  <td className="muted small">{formatDate(k.createdAt)}</td>
+                  <td className="muted small">{k.createdBy ?? '—'}</td>
+                  <td className="muted small">
+                    {k.lastUsedAt ? formatDate(k.lastUsedAt) : 'Never'}
+                  </td>
+                  <td className="actions-cell">
+                    <button
+                      type="button"
+                      className="btn btn-ghost btn-small danger"
+                      onClick={() => void revoke(k)}
+                    >
+                      Revoke
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+      </section>
+    </div>
+  )
+}

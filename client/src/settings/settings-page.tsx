@@ -1,0 +1,71 @@
+import { Link } from '../router.tsx'
+import { FolderIcon, KeyIcon, UsersIcon, WebhookIcon } from '../ui/icons.tsx'
+import { useWorkspace } from '../workspace.tsx'
+import { ApiKeys } from './api-keys.tsx'
+import { Members } from './members.tsx'
+import { Projects } from './projects.tsx'
+import { Webhooks } from './webhooks.tsx'
+
+const TABS = [
+  { id: 'members', label: 'Members & invites', icon: <UsersIcon size={15} /> },
+  { id: 'keys', label: 'API keys', icon: <KeyIcon size={15} /> },
+  { id: 'webhooks', label: 'Webhooks', icon: <WebhookIcon size={15} /> },
+  { id: 'projects', label: 'Projects', icon: <FolderIcon size={15} /> },
+] as const
+
+/** Administration: members and invites, API keys, webhooks, projects. */
+export function SettingsPage({ tab }: { tab: string }) {
+  const { org } = useWorkspace()
+  const current = TABS.find((t) => t.id === tab) ?? TABS[0]
+  return (
+    <div className="settings-page">
+      <header className="page-header">
+        <h1 className="page-title">Settings</h1>
+        <span className="muted">{org.name}</span>
+      </header>
+      <div className="settings-layout">
+        <nav className="settings-nav" aria-label="Settings sections">
+          <ul>
+            {TABS.map((t) => (
+              <li key={t.id}>
+                <Link
+                  to={`/o/${org.id}/settings/${t.id}`}
+                  className={`nav-link${t.id === current.id ? ' active' : ''}`}
+                  aria-current={t.id === current.id ? 'page' : undefined}
+                >
+                  {t.icon}
+                  {t.label}
+                </Link>
+              </li>
+            ))}
+          </ul>
+        </nav>
+        <section className="settings-content" aria-label={current.label}>
+          {current.id === 'members' && <Members />}
+          {current.id === 'keys' && <ApiKeys />}
+          {current.id === 'webhooks' && <Webhooks />}
+          {current.id === 'projects' && <Projects />}
+        </section>
+      </div>
+    </div>
+  )
+}
+
+/** Shown instead of a section a member may not manage. */
+export function NeedsAdmin({ what }: { what: string }) {
+  const { org } = useWorkspace()
+  return (
+    <div className="notice">
+      <p>
+        {what} are managed by the organisation's owners and admins. You are a{' '}
+        <strong>{org.role}</strong> of {org.name}.
+      </p>
+    </div>
+  )
+}
+
+export function formatDate(iso: string | null | undefined): string {
+  if (!iso) return '—'
+  const d = new Date(iso)
+  return Number.isNaN(d.getTime()) ? '—' : d.toLocaleString()
+}

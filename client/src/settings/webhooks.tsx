@@ -1,0 +1,253 @@
+import { type FormEvent, useCallback, useEffect, useState } from 'react'
+import { appApi, type Webhook } from '../api/app-api.ts'
+import { describeError } from '../api/http.ts'
+import { CopyButton } from '../ui/copy-button.tsx'
+import { RefreshIcon } from '../ui/icons.tsx'
+import { Labeled } from '../ui/labeled.tsx'
+import { confirmDialog } from '../ui/modal.tsx'
+import { toast } from '../ui/toast.tsx'
+import { useWorkspace } from '../workspace.tsx'
+import { formatDate, NeedsAdmin } from './settings-page.tsx'
+
+const EVENTS = [
+  { id: 'card.created', text: 'A card was created (by anyone or anything)' },
+  { id: 'card.moved', text: 'A card changed column' },
+  { id: 'comment.added', text: 'A comment was added (says whether a person wrote it)' },
+] as const
+
+const STATUS_TEXT: Record<string, string> = {
+  pending: 'Pending',
+  delivered: 'Delivered',
+  failed: 'Failed',
+  cancelled: 'Cancelled',
+}
+
+/** Webhooks: register an address for events, see each one's health and recent deliveries. */
+export function Webhooks() {
+  const { org, canAdmin } = useWorkspace()
+  const [hooks, setHooks] = useState<readonly Webhook[]>()
+  const [error, setError] = useState<string>()
+  const [secret, setSecret] = useState<{ url: string; secret: string }>()
+  const [busy, setBusy] = useState(false)
+
+  const load = useCallback(async () => {
+    try {
+      setHooks((await appApi.webhooks(org.id)).webhooks)
+      setError(undefined)
+    } catch (e) {
+      setError(describeError(e))
+    }
+  }, [org.id])
+
+  useEffect(() => {
+    if (!canAdmin) return
+    void load()
+    // Deliveries change on their own (retries, switching off): keep the list fresh.
+    const timer = setInterval(() => void load(), 15_000)
+    return () => clearInterval(timer)
+  }, [canAdmin, load])
+
+  if (!canAdmin) return <NeedsAdmin what="Webhooks" />
+
+  const register = async (e: FormEvent<HTMLFormElement>) => {
+    e.preventDefault()
+    const form = e.currentTarget
+    const data = new FormData(form)
+    const events = data.getAll('events').map(String)
+    if (events.length === 0) {
+      toast('error', 'Choose at least one event')
+      return
+    }
+    setBusy(true)
+    try {
+      const res = await appApi.createWebhook(org.id, String(data.get('url')).trim(), events)
+      setSecret({ url: res.webhook.url, secret: res.secret })
+      form.reset()
+      await load()
+    } catch (err) {
+      toast('error', describeError(err))
+    } finally {
+      setBusy(false)
+    }
+  }
+
+  const enable = async (h: Webhook) => {
+    try {
+      await appApi.enableWebhook(org.id, h.id)
+      toast('success', 'Webhook switched back on')
+      await load()
+    } catch (err) {
+      toast('error', describeError(err))
+    }
+  }
+
+  const remove = async (h: Webhook) => {
+    const ok = await confirmDialog({
+      title: 'Delete this webhook?',
+      message: `${h.url} stops receiving events; deliveries still waiting are dropped.`,
+      confirmLabel: 'Delete webhook',
+      danger: true,
+    })
+    if (!ok) return
+    try {
+      await appApi.deleteWebhook(org.id, h.id)
+      await load()
+    } catch (err) {
+      toast('error', describeError(err))
+    }
+  }
+
+  return (
+    <div className="settings-stack">
+      <section className="settings-card" aria-labelledby="newhook-heading">
+        <h2 id="newhook-heading">Register a webhook</h2>
+        <p className="muted">
+          Each delivery is signed (<code>X-Service-Signature</code>, and the Standard Webhooks
+          headers) with the endpoint's secret. Answer 2xx within 8 seconds; failures are retried
+          five times over about four hours, and five failed events in a row switch the endpoint off.
+        </p>
+        <form className="form" onSubmit={register}>
+          <Labeled label="Receiving URL">
+            {(p) => (
+              <input
+                {...p}
+                name="url"
+                type="url"
+                required
+                placeholder="https://example.com/hooks/corkboard"
+              />
+            )}
+          </Labeled>
+          <fieldset className="field">
+            <legend>Events</legend>
+            {EVENTS.map((ev) => (
+              <label key={ev.id} className="check">
+                <input type="checkbox" name="events" value={ev.id} defaultChecked />
+                <span>
+                  <code>{ev.id}</code> <span className="muted">{ev.text}</span>
+                </span>
+              </label>
+            ))}
+          </fieldset>
+          <div>
+            <button type="submit" className="btn btn-primary" disabled={busy}>
+              Register webhook
+            </button>
+          </div>
+        </form>
+        {secret && (
+          <div className="secret-box" role="status">
+            <p>
+              <strong>Signing secret for {secret.url}.</strong> It is shown this once: store it with
+              the receiver to verify deliveries.
+            </p>
+            <div className="secret-row">
+              <code data-testid="webhook-secret">{secret.secret}</code>
+              <CopyButton text={secret.secret} label="Copy secret" />
+            </div>
+            <button
+              type="button"
+              className="btn btn-ghost btn-small"
+              onClick={() => setSecret(undefined)}
+            >
+              I have stored it
+            </button>
+          </div>
+        )}
+      </section>
+
+      <section className="settings-card" aria-labelledby="hooks-heading">
+        <div className="card-head">
+          <h2 id="hooks-heading">Webhooks</h2>
+          <button type="button" className="btn btn-ghost btn-small" onClick={() => void load()}>
+            <RefreshIcon size={14} /> Refresh
+          </button>
+        </div>
+        {error && (
+          <p className="form-error" role="alert">
+            {error}
+          </p>
+        )}
+        {hooks?.length === 0 && <p className="muted">No webhooks yet.</p>}
+        <ul className="hook-list">
+          {hooks?.map((h) => (
+            <li key={h.id} className="hook" data-testid="webhook">
+              <div className="hook-head">
+                <code className="hook-url">{h.url}</code>
+                <span className={`badge ${h.enabled ? 'badge-ok' : 'badge-bad'}`}>
+                  {h.enabled ? 'Active' : 'Switched off'}
+                </span>
+                <span className="header-spacer" />
+                {!h.enabled && (
+                  <button
+                    type="button"
+                    className="btn btn-small btn-primary"
+                    onClick={() => void enable(h)}
+                  >
+                    Re-enable
+                  </button>
+                )}
+                <button
+                  type="button"
+                  className="btn btn-small btn-ghost danger"
+                  onClick={() => void remove(h)}
+                >
+                  Delete
+                </button>
+              </div>
+              <p className="muted small">
+                Events: {h.events.join(', ')} · registered {formatDate(h.createdAt)}
+                {h.consecutiveFailures ? ` · ${h.consecutiveFailures} failed in a row` : ''}
+              </p>
+              {!h.enabled && h.disabledReason && (
+                <p className="hook-reason" role="note">
+                  Switched off {h.disabledAt ? `on ${formatDate(h.disabledAt)}` : ''}:{' '}
+                  {h.disabledReason}
+                </p>
+              )}
+              {h.recentDeliveries && h.recentDeliveries.length > 0 ? (
+                <table className="table table-compact">
+                  <caption className="sr-only">Recent deliveries to {h.url}</caption>
+                  <thead>
+                    <tr>
+                      <th scope="col">Event</th>
+                      <th scope="col">Status</th>
+                      <th scope="col">Attempts</th>
+                      <th scope="col">Last answer</th>
+                      <th scope="col">When</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {h.recentDeliveries.map((d) => (
+                      <tr key={d.id}>
+                        <td>
+                          <code>{d.eventType}</code>
+                        </td>
+                        <td>
+                          <span className={`badge delivery-${d.status}`}>
+                            {STATUS_TEXT[d.status] ?? d.status}
+                          </span>
+                        </td>
+                        <td>{d.attempts}</td>
+                        <td className="small">
+                          {d.lastStatusCode !== null ? `HTTP ${d.lastStatusCode}` : ''}
+                          {d.lastError && !d.lastError.startsWith('HTTP ') ? ` ${d.lastError}` : ''}
+                          {d.nextAttemptAt ? ` · next try ${formatDate(d.nextAttemptAt)}` : ''}
+                        </td>
+                        <td className="muted small">
+                          {formatDate(d.lastAttemptAt ?? d.createdAt)}
+                        </td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              ) : (
+                <p className="muted small">No deliveries yet.</p>
+              )}
+            </li>
+          ))}
+        </ul>
+      </section>
+    </div>
+  )
+}

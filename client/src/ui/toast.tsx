@@ -1,0 +1,87 @@
+import { useSyncExternalStore } from 'react'
+import { CloseIcon } from './icons.tsx'
+
+export interface Toast {
+  id: number
+  kind: 'info' | 'success' | 'error' | 'revert'
+  message: string
+  /** Something to act on from the toast, e.g. open the card the server reverted. */
+  action?: { label: string; run: () => void }
+}
+
+let toasts: readonly Toast[] = []
+let next = 1
+const listeners = new Set<() => void>()
+const emit = () => {
+  for (const l of listeners) l()
+}
+
+export function dismiss(id: number): void {
+  toasts = toasts.filter((t) => t.id !== id)
+  emit()
+}
+
+/** Shows a message in words; errors and reverts stay longer than confirmations. */
+export function toast(kind: Toast['kind'], message: string, action?: Toast['action']): number {
+  const id = next++
+  toasts = [...toasts.slice(-4), { id, kind, message, ...(action ? { action } : {}) }]
+  emit()
+  setTimeout(() => dismiss(id), kind === 'error' || kind === 'revert' ? 9000 : 4000)
+  return id
+}
+
+export function Toasts() {
+  const list = useSyncExternalStore(
+    (fn) => {
+      listeners.add(fn)
+      return () => listeners.delete(fn)
+    },
+    () => toasts,
+  )
+  return (
+    <section className="toasts" aria-label="Notifications">
+      <div role="status" aria-live="polite" className="toast-stack">
+        {list
+          .filter((t) => t.kind === 'info' || t.kind === 'success')
+          .map((t) => (
+            <ToastView key={t.id} toast={t} />
+          ))}
+      </div>
+      <div role="alert" aria-live="assertive" className="toast-stack">
+        {list
+          .filter((t) => t.kind === 'error' || t.kind === 'revert')
+          .map((t) => (
+            <ToastView key={t.id} toast={t} />
+          ))}
+      </div>
+    </section>
+  )
+}
+
+function ToastView({ toast: t }: { toast: Toast }) {
+  return (
+    <div className={`toast toast-${t.kind}`} data-testid={`toast-${t.kind}`}>
+      <span className="toast-message">{t.message}</span>
+      {t.action && (
+        <button
+          type="button"
+          className="btn btn-ghost btn-small"
+          onClick={() => {
+            t.action?.run()
+            dismiss(t.id)
+          }}
+        >
+          {t.action.label}
+        </button>
+      )}
+      <button
+        type="button"
+        className="icon-btn"
+        aria-label="Dismiss notification"
+        onClick={() => dismiss(t.id)}
+      >
+        <CloseIcon size={14} />
+      </button>
+    </div>
+  )
+}

@@ -1,0 +1,142 @@
+import { createContext, type ReactNode, useContext, useEffect, useMemo, useState } from 'react'
+import { boardDocName } from '../../shared/board-doc.ts'
+import {
+  appApi,
+  type Member,
+  type Organization,
+  type PendingInvite,
+  type User,
+} from './api/app-api.ts'
+import { BoardStore } from './board/board-store.ts'
+import type { LiveDoc } from './live/live-doc.ts'
+import { OrgLive } from './live/org-live.ts'
+import { navigate } from './router.tsx'
+import { toast } from './ui/toast.tsx'
+
+export interface Workspace {
+  org: Organization
+  user: User
+  live: OrgLive
+  board: LiveDoc
+  store: BoardStore
+  members: MembersState
+  canAdmin: boolean
+}
+
+export interface MembersState {
+  members: readonly Member[]
+  invites: readonly PendingInvite[]
+  reload: () => Promise<void>
+}
+
+const WorkspaceContext = createContext<Workspace | undefined>(undefined)
+
+export function useWorkspace(): Workspace {
+  const ws = useContext(WorkspaceContext)
+  if (!ws) throw new Error('useWorkspace outside a workspace')
+  return ws
+}
+
+const membersKey = (orgId: string) => `corkboard.members.${orgId}`
+
+function cachedMembers(orgId: string): Member[] {
+  try {
+    const raw = localStorage.getItem(membersKey(orgId))
+    const data: unknown = raw ? JSON.parse(raw) : []
+    return Array.isArray(data)
+      ? data.filter(
+          (m): m is Member =>
+            typeof m === 'object' &&
+            m !== null &&
+            typeof m.id === 'string' &&
+            typeof m.name === 'string' &&
+            typeof m.email === 'string',
+        )
+      : []
+  } catch {
+    return []
+  }
+}
+
+/** The people of the organisation (for assignees and comment authors), kept for offline use. */
+function useMembers(orgId: string): MembersState {
+  const [members, setMembers] = useState<readonly Member[]>(() => cachedMembers(orgId))
+  const [invites, setInvites] = useState<readonly PendingInvite[]>([])
+  const reload = useMemo(
+    () => async () => {
+      try {
+        const res = await appApi.members(orgId)
+        setMembers(res.members)
+        setInvites(res.invites)
+        localStorage.setItem(membersKey(orgId), JSON.stringify(res.members))
+      } catch {
+        // Offline: the kept list stands.
+      }
+    },
+    [orgId],
+  )
+  useEffect(() => {
+    setMembers(cachedMembers(orgId))
+    void reload()
+  }, [orgId, reload])
+  return { members, invites, reload }
+}
+
+/**
+ * One organisation open in the app: its live connection, its board document (always open,
+ * since the board, the card panel and presence all read it) and its people.
+ */
+export function WorkspaceProvider({
+  org,
+  user,
+  children,
+}: {
+  org: Organization
+  user: User
+  children: ReactNode
+}) {
+  const [core, setCore] = useState<{ live: OrgLive; board: LiveDoc; store: BoardStore }>()
+  useEffect(() => {
+    const live = new OrgLive(org.id, { id: user.id, name: user.name, email: user.email })
+    const board = live.open(boardDocName(org.id))
+    const store = new BoardStore(board.doc)
+    const offRevert = board.onRevert((notice) => {
+      const card = notice.taskId ? store.card(notice.taskId) : undefined
+      toast(
+        'revert',
+        card ? `“${card.title}” was put back: ${notice.reason}` : notice.reason,
+        notice.taskId
+          ? {
+              label: 'Open card',
+              run: () => navigate(`/o/${org.id}/board?card=${notice.taskId}`),
+            }
+          : undefined,
+      )
+    })
+    setCore({ live, board, store })
+    return () => {
+      offRevert()
+      store.destroy()
+      live.destroy()
+    }
+  }, [org.id, user.id, user.name, user.email])
+  const members = useMembers(org.id)
+  const value = useMemo<Workspace | undefined>(
+    () =>
+      core && {
+        org,
+        user,
+        ...core,
+        members,
+        canAdmin: org.role === 'owner' || org.role === 'admin',
+      },
+    [core, org, user, members],
+  )
+  if (!value) return null
+  return <WorkspaceContext.Provider value={value}>{children}</WorkspaceContext.Provider>
+}
+
+/** A member's display name from an id, or a short form of the id for someone who left. */
+export function memberName(members: readonly Member[], id: string): string {
+  return members.find((m) => m.id === id)?.name ?? `Former member ${id.slice(0, 4)}`
+}

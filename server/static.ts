@@ -1,0 +1,180 @@
+import { createHash } from 'node:crypto'
+import { readFile, stat } from 'node:fs/promises'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { extname, join, normalize, sep } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { brotliCompressSync, gzipSync, constants as zlib } from 'node:zlib'
+
+/** Where `npm run build` puts the web app. */
+export const CLIENT_DIST = fileURLToPath(new URL('../client/dist/', import.meta.url))
+
+/**
+ * Paths that belong to the service, never to the web app: an unknown path under them is
+ * the API's JSON 404, not the app's index.html.
+ */
+const RESERVED = ['/api', '/sync', '/files', '/healthz', '/mcp']
+
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.json': 'application/json; charset=utf-8',
+  '.webmanifest': 'application/manifest+json; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.ico': 'image/x-icon',
+  '.webp': 'image/webp',
+  '.woff2': 'font/woff2',
+  '.txt': 'text/plain; charset=utf-8',
+  '.map': 'application/json; charset=utf-8',
+}
+
+const COMPRESSIBLE = new Set(['.html', '.js', '.mjs', '.css', '.json', '.svg', '.map', '.txt'])
+
+/**
+ * The page may only talk to its own origin (HTTP and the live-sync WebSocket); style
+ * attributes are inline because React and the canvas library position things with them.
+ */
+const CONTENT_SECURITY_POLICY = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data: blob:",
+  "connect-src 'self' ws: wss:",
+  "worker-src 'self'",
+  "frame-ancestors 'none'",
+  "base-uri 'self'",
+  "form-action 'self'",
+].join('; ')
+
+interface CachedFile {
+  mtimeMs: number
+  size: number
+  body: Buffer
+  etag: string
+  type: string
+  gzip?: Buffer
+  br?: Buffer
+}
+
+function isReserved(pathname: string): boolean {
+  return RESERVED.some((p) => pathname === p || pathname.startsWith(`${p}/`))
+}
+
+/**
+ * Hashed build output never changes under its name, so browsers keep it for a year without
+ * asking; everything else (index.html, the service worker) is revalidated on every load so
+ * a deploy reaches people at once.
+ */
+function cacheControl(relative: string): string {
+  return relative.startsWith(`assets${sep}`) ? 'public, max-age=31536000, immutable' : 'no-cache'
+}
+
+/**
+ * Serves the built web app (client/dist): files as they are, and index.html for any other
+ * page path so the app's own router can answer deep links. Never answers for the service's
+ * paths (/api, /sync, /files, /healthz, /mcp) and only for GET and HEAD.
+ */
+export function staticSite(root: string = CLIENT_DIST) {
+  const files = new Map<string, CachedFile>()
+
+  async function load(relative: string): Promise<CachedFile | undefined> {
+    const full = join(root, relative)
+    const info = await stat(full).catch(() => undefined)
+    if (!info?.isFile()) return undefined
+    const cached = files.get(relative)
+    if (cached && cached.mtimeMs === info.mtimeMs && cached.size === info.size) return cached
+    const body = await readFile(full)
+    const file: CachedFile = {
+      mtimeMs: info.mtimeMs,
+      size: info.size,
+      body,
+      etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`,
+      type: TYPES[extname(relative).toLowerCase()] ?? 'application/octet-stream',
+    }
+    files.set(relative, file)
+    return file
+  }
+
+  function encoded(file: CachedFile, relative: string, accept: string) {
+    if (file.body.length < 1024 || !COMPRESSIBLE.has(extname(relative).toLowerCase())) {
+      return { body: file.body, encoding: undefined }
+    }
+    if (/\bbr\b/.test(accept)) {
+      file.br ??= brotliCompressSync(file.body, {
+        params: { [zlib.BROTLI_PARAM_QUALITY]: 9, [zlib.BROTLI_PARAM_SIZE_HINT]: file.body.length },
+      })
+      return { body: file.br, encoding: 'br' }
+    }
+    if (/\bgzip\b/.test(accept)) {
+      file.gzip ??= gzipSync(file.body, { level: 9 })
+      return { body: file.gzip, encoding: 'gzip' }
+    }
+    return { body: file.body, encoding: undefined }
+  }
+
+  function send(req: IncomingMessage, res: ServerResponse, file: CachedFile, relative: string) {
+    const headers: Record<string, string> = {
+      'content-type': file.type,
+      'cache-control': cacheControl(relative),
+      etag: file.etag,
+      vary: 'accept-encoding',
+      'x-content-type-options': 'nosniff',
+    }
+    if (file.type.startsWith('text/html')) {
+      headers['content-security-policy'] = CONTENT_SECURITY_POLICY
+      headers['referrer-policy'] = 'same-origin'
+    }
+    if (req.headers['if-none-match'] === file.etag) {
+      res.writeHead(304, headers)
+      res.end()
+      return
+    }
+    const { body, encoding } = encoded(file, relative, String(req.headers['accept-encoding'] ?? ''))
+    if (encoding) headers['content-encoding'] = encoding
+    headers['content-length'] = String(body.length)
+    res.writeHead(200, headers)
+    res.end(req.method === 'HEAD' ? undefined : body)
+  }
+
+  return {
+    /** Answers the request if it is the web app's; false leaves it to the caller (a 404). */
+    async serve(req: IncomingMessage, res: ServerResponse, pathname: string): Promise<boolean> {
+      if (req.method !== 'GET' && req.method !== 'HEAD') return false
+      if (isReserved(pathname)) return false
+      let decoded: string
+      try {
+        decoded = decodeURIComponent(pathname)
+      } catch {
+        return false
+      }
+      const relative = normalize(decoded).replace(/^[/\\]+/, '')
+      // No way out of the build folder, and nothing hidden (e.g. Vite's .vite/ metadata).
+      if (relative.startsWith('..') || relative.split(sep).some((s) => s.startsWith('.'))) {
+        return false
+      }
+      const file = relative === '' ? undefined : await load(relative)
+      if (file) {
+        send(req, res, file, relative)
+        return true
+      }
+      // A missing asset is a 404, not the page: a stale tab asking for an old chunk must
+      // fail loudly rather than parse HTML as JavaScript.
+      if (extname(relative) !== '') return false
+      const index = await load('index.html')
+      if (!index) {
+        const text =
+          'The web app is not built. Run `npm run build` (npm start does it for you), then reload.'
+        res.writeHead(503, {
+          'content-type': 'text/plain; charset=utf-8',
+          'cache-control': 'no-store',
+        })
+        res.end(req.method === 'HEAD' ? undefined : text)
+        return true
+      }
+      send(req, res, index, 'index.html')
+      return true
+    },
+  }
+}

@@ -1,0 +1,178 @@
+import { HocuspocusProvider, HocuspocusProviderWebsocket } from '@hocuspocus/provider'
+import type { Browser, Page } from 'playwright-core'
+import * as Y from 'yjs'
+import { ensureBuilt } from '../../client/ensure-built.ts'
+import { boardDocName, boardMaps } from '../../shared/board-doc.ts'
+import { POSITION_STEP, PRIORITIES, TASK_TYPES } from '../../shared/constants.ts'
+import { launchBrowser, VIEWPORT } from '../e2e/support.ts'
+import { Person } from '../support/client.ts'
+import { STORAGES, type StorageKind } from '../support/storage.ts'
+import { spawnServer } from './harness.ts'
+import { line, type Stats, stats } from './stats.ts'
+
+/**
+ * The web app in headless Chromium against the real server (its own process): how long a
+ * board takes to show after the page loads, and the frame time while a card is dragged,
+ * for a board of 2,000 cards against a baseline measured in the same run (an empty board
+ * for loading, a ten-card board for dragging).
+ */
+
+const LOADS = 7
+const DRAGS = 4
+const BIG = 2_000
+
+/** Fills the board document through a live connection (as the app itself writes). */
+async function seedBoard(url: string, owner: Person, key: string, count: number): Promise<void> {
+  if (count === 0) return
+  const socket = new HocuspocusProviderWebsocket({ url: `${url.replace(/^http/, 'ws')}/sync` })
+  const doc = new Y.Doc()
+  const provider = new HocuspocusProvider({
+    websocketProvider: socket,
+    name: boardDocName(owner.orgId),
+    document: doc,
+    token: key,
+  })
+  provider.attach()
+  await new Promise<void>((resolve) => provider.on('synced', () => resolve()))
+  const maps = boardMaps(doc)
+  const columns = [...maps.columns.keys()]
+  doc.transact(() => {
+    for (let i = 0; i < count; i++) {
+      const m = new Y.Map<unknown>()
+      m.set('columnId', columns[i % columns.length])
+      m.set('projectId', null)
+      m.set(
+        'title',
+        `Card ${i}: ${i % 3 === 0 ? 'fix the flaky checkout test on retries' : 'tidy up'}`,
+      )
+      m.set('description', new Y.Text(''))
+      m.set('type', TASK_TYPES[i % TASK_TYPES.length])
+      m.set('priority', i % 5 === 0 ? null : PRIORITIES[i % PRIORITIES.length])
+      m.set('tags', i % 2 === 0 ? ['bench', `t${i % 7}`] : [])
+      m.set('assigneeIds', [])
+      m.set('position', Math.floor(i / columns.length + 1) * POSITION_STEP)
+      m.set('archivedAt', null)
+      maps.tasks.set(crypto.randomUUID(), m)
+    }
+  })
+  while (provider.hasUnsyncedChanges) await new Promise((r) => setTimeout(r, 10))
+  provider.destroy()
+  socket.destroy()
+}
+
+async function pageFor(browser: Browser, url: string, owner: Person): Promise<Page> {
+  const context = await browser.newContext({ baseURL: url, viewport: VIEWPORT })
+  const [name, value] = owner.cookie.split('=') as [string, string]
+  await context.addCookies([{ name, value, url }])
+  return context.newPage()
+}
+
+/**
+ * Milliseconds from navigation start to the first frame in which the board is in sync and
+ * every column shows its cards (or, for an empty board, its columns).
+ */
+async function loadTime(page: Page, orgId: string, cards: number): Promise<number> {
+  await page.goto(`/o/${orgId}/board`, { waitUntil: 'commit' })
+  const handle = await page.waitForFunction(
+    (expectCards) => {
+      if (!document.querySelector('[data-sync-state="synced"]')) return false
+      const columns = document.querySelectorAll('[data-column-id]')
+      if (columns.length === 0) return false
+      if (expectCards) {
+        for (const c of columns) if (!c.querySelector('[data-card-id]')) return false
+      }
+      return performance.now()
+    },
+    cards > 0,
+    { polling: 'raf', timeout: 60_000 },
+  )
+  return (await handle.jsonValue()) as number
+}
+
+/** Frame intervals (ms) while a column's first card is dragged two columns over. */
+async function dragFrames(page: Page, from: number, to: number): Promise<number[]> {
+  const source = page.locator('[data-column-id]').nth(from).locator('[data-card-id]').first()
+  const target = page.locator('[data-column-id]').nth(to).locator('.card-list')
+  const a = await source.boundingBox()
+  const b = await target.boundingBox()
+  if (!a || !b) throw new Error('board not rendered')
+  await page.evaluate(() => {
+    const w = window as unknown as { __frames: number[]; __stop: boolean }
+    w.__frames = []
+    w.__stop = false
+    let last = performance.now()
+    const tick = (t: number) => {
+      w.__frames.push(t - last)
+      last = t
+      if (!w.__stop) requestAnimationFrame(tick)
+    }
+    requestAnimationFrame(tick)
+  })
+  const start = { x: a.x + a.width / 2, y: a.y + a.height / 2 }
+  const end = { x: b.x + b.width / 2, y: b.y + b.height / 3 }
+  await page.mouse.move(start.x, start.y)
+  await page.mouse.down()
+  for (let i = 1; i <= 60; i++) {
+    const k = i / 60
+    // Down the column and back while crossing, so the drop index changes on the way.
+    const wave = Math.sin(k * Math.PI * 2) * 200
+    await page.mouse.move(start.x + (end.x - start.x) * k, start.y + (end.y - start.y) * k + wave)
+  }
+  await page.mouse.up()
+  const frames = await page.evaluate(() => {
+    const w = window as unknown as { __frames: number[]; __stop: boolean }
+    w.__stop = true
+    return w.__frames.slice(1)
+  })
+  return frames
+}
+
+async function measure(browser: Browser, kind: StorageKind, cards: number) {
+  const server = await spawnServer(kind, { RATE_LIMIT_PER_KEY: '1000000' })
+  try {
+    const owner = new Person(server.url)
+    await owner.signUp()
+    await seedBoard(server.url, owner, await owner.createKey(), cards)
+    const loads: number[] = []
+    for (let i = 0; i < LOADS; i++) {
+      // A fresh context each time: nothing in IndexedDB, no cached files (a first visit).
+      const page = await pageFor(browser, server.url, owner)
+      loads.push(await loadTime(page, owner.orgId, cards))
+      await page.context().close()
+    }
+    let frames: number[] = []
+    if (cards > 0) {
+      const page = await pageFor(browser, server.url, owner)
+      await loadTime(page, owner.orgId, cards)
+      for (let i = 0; i < DRAGS; i++) {
+        // There and back again, so a small board never runs out of cards to drag.
+        frames = frames.concat(await dragFrames(page, i % 2 === 0 ? 0 : 2, i % 2 === 0 ? 2 : 0))
+      }
+      await page.context().close()
+    }
+    return { load: stats(loads), frames: frames.length > 0 ? stats(frames) : undefined }
+  } finally {
+    await server.close()
+  }
+}
+
+export async function run(log: (line: string) => void): Promise<void> {
+  await ensureBuilt(log)
+  const browser = await launchBrowser()
+  try {
+    for (const kind of STORAGES) {
+      const empty = await measure(browser, kind, 0)
+      const small = await measure(browser, kind, 10)
+      const big = await measure(browser, kind, BIG)
+      log(line(`[${kind}] baseline: empty board shown after page load`, empty.load))
+      log(line(`[${kind}] board of ${BIG} cards shown after page load`, big.load, empty.load))
+      const base = small.frames as Stats
+      log(line(`[${kind}] baseline: frame time dragging a card, 10-card board`, base))
+      log(
+        line(`[${kind}] frame time dragging a card, ${BIG}-card board`, big.frames as Stats, base),
+      )
+    }
+  } finally {
+    await browser.close()
+  }
+}

@@ -1,0 +1,76 @@
+import type { Browser } from 'playwright-core'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { startServer, type TestServer } from '../support/server.ts'
+import { STORAGES } from '../support/storage.ts'
+import { card, column, launchBrowser, openBoard, signedInContext, watchErrors } from './support.ts'
+
+describe.each(STORAGES)('offline editing (%s)', (kind) => {
+  let server: TestServer
+  let browser: Browser
+
+  beforeAll(async () => {
+    ;[server, browser] = await Promise.all([startServer(kind), launchBrowser()])
+  })
+  afterAll(async () => {
+    await browser?.close()
+    await server?.close()
+  })
+
+  test('the app reopens without a connection, edits made offline are kept, and they reach the server after reconnecting', async () => {
+    const { context, page, agent, orgId } = await signedInContext(browser, server.url)
+    const errors = watchErrors(page)
+    await openBoard(page, orgId)
+    const board = await agent.ok('get_board')
+    const backlog = board.columns.find((c: { title: string }) => c.title === 'Backlog').id
+    const { task } = await agent.ok('create_task', {
+      columnId: backlog,
+      title: 'Before going offline',
+    })
+    await card(page, 'Before going offline').waitFor()
+    // The service worker keeps the app's files; wait until it has them.
+    await page.evaluate(() => navigator.serviceWorker.ready.then(() => true))
+
+    await context.setOffline(true)
+    await page.locator('[data-sync-state="offline"]').waitFor()
+    // Reopened with no connection: the app and the board come from this device.
+    await page.reload()
+    await card(page, 'Before going offline').waitFor()
+    await expect(page.locator('[data-sync-state]').getAttribute('data-sync-state')).resolves.toBe(
+      'offline',
+    )
+
+    await column(page, 'Backlog').getByRole('button', { name: 'Add card' }).click()
+    await page.getByLabel('Title of the new card in Backlog').fill('Written offline')
+    await page.getByLabel('Title of the new card in Backlog').press('Enter')
+    await card(page, 'Written offline').waitFor()
+    await page.getByLabel('Title of the new card in Backlog').press('Escape')
+    await card(page, 'Before going offline').click()
+    const panel = page.getByTestId('card-panel')
+    await panel.getByLabel('Title', { exact: true }).fill('Renamed offline')
+    await panel.getByLabel('Title', { exact: true }).press('Enter')
+    await panel.getByLabel('Write a comment').fill('Noted on the train.')
+    await panel.getByRole('button', { name: 'Comment', exact: true }).click()
+    await panel.locator('.comment-person').waitFor()
+
+    // Nothing has left the browser yet.
+    const before = await agent.ok('get_board')
+    expect(before.tasks.map((t: { title: string }) => t.title)).toEqual(['Before going offline'])
+
+    await context.setOffline(false)
+    await page.locator('[data-sync-state="synced"]').waitFor({ timeout: 20_000 })
+    await expect
+      .poll(
+        async () =>
+          (await agent.ok('get_board')).tasks.map((t: { title: string }) => t.title).sort(),
+        {
+          timeout: 15_000,
+        },
+      )
+      .toEqual(['Renamed offline', 'Written offline'])
+    const after = await agent.ok('get_task', { taskId: task.id })
+    expect(after.comments.map((c: { body: string }) => c.body)).toEqual(['Noted on the train.'])
+    expect(after.task.lastCommentBy).toBe('human')
+    expect(errors).toEqual([])
+    await context.close()
+  })
+})
