@@ -4,7 +4,9 @@ import { TrackedTx } from './pipeline.ts'
 
 function adapt(sql: postgres.Sql): Queryable['query'] {
   return async <T extends Row>(text: string, params: readonly unknown[] = []) => {
-    const rows = await sql.unsafe(text, params as postgres.ParameterOrJSON<never>[], { prepare: true })
+    const rows = await sql.unsafe(text, params as postgres.ParameterOrJSON<never>[], {
+      prepare: true,
+    })
     return rows as unknown as T[]
   }
 }

@@ -2,22 +2,33 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net'
 import { type Db, openDb } from '../persistence/db.ts'
 import { migrate } from '../persistence/migrate.ts'
+import { type Clock, systemClock } from './agent/context.ts'
 import { agentEndpoint } from './agent/endpoint.ts'
 import { ApiError } from './api-error.ts'
+import { clientRoutes } from './app-api/client-routes.ts'
+import { peopleActionRoutes } from './app-api/people-actions.ts'
 import { appRoutes } from './app-api/routes.ts'
+import { webhookRoutes } from './app-api/webhook-routes.ts'
 import { sharedSecret } from './auth/secrets.ts'
 import type { Config } from './config.ts'
+import { fileRoutes } from './files/routes.ts'
 import { type Logger, sendError, sendJson } from './http/json.ts'
 import { Router } from './http/router.ts'
 import { LiveDocs } from './live/live-docs.ts'
 import { syncAuthenticator } from './live/sync-auth.ts'
 import { attachSync } from './live/sync-server.ts'
+import { MCP_PATH, mcpEndpoint } from './mcp/http.ts'
+import { rateBudgets } from './rate-limit/budgets.ts'
+import { RateLimiter } from './rate-limit/limiter.ts'
+import { staticSite } from './static.ts'
+import { type WebhookOptions, Webhooks } from './webhooks/webhooks.ts'
 
 export interface App {
   readonly server: Server
   readonly db: Db
   readonly live: LiveDocs
   readonly config: Config
+  readonly webhooks: Webhooks
   /** Base URL once listening, e.g. http://127.0.0.1:8787 */
   url: string
   listen(): Promise<string>
@@ -33,7 +44,10 @@ function logger(level: Config['logLevel']): Logger {
 }
 
 /** Builds the whole service on one port; `db` may be passed in (tests share nothing else). */
-export async function createApp(config: Config, options: { db?: Db } = {}): Promise<App> {
+export async function createApp(
+  config: Config,
+  options: { db?: Db; webhooks?: WebhookOptions; clock?: Clock } = {},
+): Promise<App> {
   const log = logger(config.logLevel)
   const db =
     options.db ?? (await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }))
@@ -44,25 +58,50 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     idleMs: config.docIdleMs,
     log,
     authenticate: syncAuthenticator(db, syncSecret),
+    redis: config.redisUrl ? { url: config.redisUrl, prefix: config.redisPrefix } : undefined,
   })
-  const services = { db, live, config }
+  const webhooks = new Webhooks({ db, log, config }, options.webhooks)
+  live.eventSink = webhooks.sink
+  const clock = options.clock ?? systemClock
+  const limiter = new RateLimiter(
+    db,
+    clock,
+    rateBudgets({ perKey: config.rateLimitPerKey, imagesPerOrg: config.rateLimitImagesPerOrg }),
+  )
+  const services = { db, live, config, clock, limiter }
 
   const router = new Router()
   const agent = agentEndpoint(services, log)
   router.on('POST', '/api/agent', async (req, res) => agent(req, res))
+  const mcp = mcpEndpoint(services, log)
   router.on('GET', '/healthz', async (_req, res) => {
     await db.query('select 1')
     sendJson(res, 200, { ok: true })
   })
-  appRoutes(router, { db, live, config, syncSecret })
+  appRoutes(router, {
+    db,
+    live,
+    config,
+    syncSecret,
+    onKeyRevoked: (keyId) => live.closeConnections((c) => c.keyId === keyId),
+  })
+  peopleActionRoutes(router, { db, live, clock })
+  fileRoutes(router, { db, live, config })
+  webhookRoutes(router, { db, config })
+  clientRoutes(router, { db, live, config, clock })
+  const site = staticSite()
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     try {
       const url = new URL(req.url ?? '/', 'http://localhost')
       // Every method on the agent endpoint reaches it, so it can answer 405 itself.
       if (url.pathname === '/api/agent') return await agent(req, res)
+      if (url.pathname === MCP_PATH) return await mcp(req, res)
       const match = router.match(req.method ?? 'GET', url.pathname)
-      if (!match) throw new ApiError(404, `No route ${req.method} ${url.pathname}`)
+      if (!match) {
+        if (await site.serve(req, res, url.pathname)) return
+        throw new ApiError(404, `No route ${req.method} ${url.pathname}`)
+      }
       if ('allowed' in match) {
         res.setHeader('allow', match.allowed.join(', '))
         throw new ApiError(405, `Method ${req.method} not allowed on ${url.pathname}`)
@@ -81,6 +120,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
     db,
     live,
     config,
+    webhooks,
     url: '',
     listen: () =>
       new Promise((resolve, reject) => {
@@ -88,6 +128,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
         server.listen(config.port, config.host, () => {
           const { port } = server.address() as AddressInfo
           app.url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`
+          webhooks.start()
           resolve(app.url)
         })
       }),
@@ -97,6 +138,7 @@ export async function createApp(config: Config, options: { db?: Db } = {}): Prom
       await live.close()
       sync.closeAll()
       await closed
+      await webhooks.stop()
       if (!options.db) await db.close()
     },
   }

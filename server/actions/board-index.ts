@@ -58,11 +58,18 @@ export class BoardIndex {
   private notePosition(m: Y.Map<unknown>): void {
     const columnId = m.get('columnId')
     const position = m.get('position')
-    if (typeof columnId !== 'string' || typeof position !== 'number' || !Number.isFinite(position)) return
-    if (position > (this.maxPosition.get(columnId) ?? Number.NEGATIVE_INFINITY)) this.maxPosition.set(columnId, position)
+    if (typeof columnId !== 'string' || typeof position !== 'number' || !Number.isFinite(position))
+      return
+    if (position > (this.maxPosition.get(columnId) ?? Number.NEGATIVE_INFINITY))
+      this.maxPosition.set(columnId, position)
   }
 
-  private link(byTask: Map<string, Set<string>>, owner: Map<string, string>, id: string, taskId: unknown): void {
+  private link(
+    byTask: Map<string, Set<string>>,
+    owner: Map<string, string>,
+    id: string,
+    taskId: unknown,
+  ): void {
     if (typeof taskId !== 'string' || owner.get(id) === taskId) return
     this.unlink(byTask, owner, id)
     owner.set(id, taskId)

@@ -192,7 +192,6 @@ export class BoardView {
   appendPosition(columnId: string, step: number): number {
     return this.index.appendPosition(columnId, step)
   }
-
 }
 
 function newer(a: StoredComment, b: StoredComment): boolean {

@@ -7,13 +7,27 @@ import { forbidden, notFound } from '../api-error.ts'
 import type { WriteScope } from '../live/live-docs.ts'
 import { BoardView } from './board-view.ts'
 
+/**
+ * A card's thread, its newest comment and lastCommentBy are ordered by createdAt, which has
+ * millisecond resolution: two writes within one millisecond would read in random order. So
+ * a comment is stamped strictly after the card's newest one, unless that one is more than a
+ * second ahead (a person's skewed clock is not followed).
+ */
+function stampAfter(now: string, newest: string | null): string {
+  const last = newest === null ? Number.NaN : Date.parse(newest)
+  const t = Date.parse(now)
+  if (!(last >= t) || last - t >= 1000) return now
+  return new Date(last + 1).toISOString()
+}
+
 /** add_comment: not claim locked. With no agentName the comment counts as a person's. */
 export async function add_comment(
   ctx: ActionContext,
   input: ActionInput<'add_comment'>,
 ): Promise<ActionResults['add_comment']> {
   return ctx.writeBoard(async (w) => {
-    new BoardView(w.doc).requireTask(input.taskId)
+    const view = new BoardView(w.doc)
+    const createdAt = stampAfter(w.now, view.present(view.requireTask(input.taskId)).lastCommentAt)
     const id = randomUUID()
     w.mutate((doc) => {
       const m = new Y.Map<unknown>()
@@ -21,7 +35,7 @@ export async function add_comment(
       m.set('body', input.body)
       m.set('authorEmail', ctx.key.robotEmail)
       m.set('agentName', ctx.identity.agentName ?? null)
-      m.set('createdAt', w.now)
+      m.set('createdAt', createdAt)
       m.set('editedAt', null)
       boardMaps(doc).comments.set(id, m)
     })

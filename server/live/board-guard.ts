@@ -35,14 +35,14 @@ export const GUARD_ORIGIN = {
   context: { guard: true },
 } as const
 
-type Json = Record<string, unknown>
+export type Json = Record<string, unknown>
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const HEX = /^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$/
 const TASK_OWNED = ['createdAt', 'createdByEmail'] as const
 const COMMENT_OWNED = ['taskId', 'authorEmail', 'agentName', 'createdAt', 'editedAt'] as const
 
-function snapshot(m: Y.Map<unknown>): Json {
+export function snapshot(m: Y.Map<unknown>): Json {
   const out: Json = {}
   m.forEach((v, k) => {
     out[k] = v instanceof Y.Text ? v.toString() : v instanceof Y.AbstractType ? v.toJSON() : v
@@ -51,7 +51,7 @@ function snapshot(m: Y.Map<unknown>): Json {
 }
 
 /** A fresh Y.Map holding a snapshot (a card's description becomes a Y.Text again). */
-function rebuild(s: Json, textKeys: readonly string[] = []): Y.Map<unknown> {
+export function rebuild(s: Json, textKeys: readonly string[] = []): Y.Map<unknown> {
   const m = new Y.Map<unknown>()
   for (const [k, v] of Object.entries(s))
     m.set(k, textKeys.includes(k) ? new Y.Text(String(v ?? '')) : v)
@@ -167,7 +167,7 @@ function projectFieldError(key: string, v: unknown): string | undefined {
 }
 
 /** The root map and key an edited type belongs to (a card's description resolves to the card). */
-function locate(type: object, roots: Map<object, string>): [string, string] | undefined {
+export function locate(type: object, roots: Map<object, string>): [string, string] | undefined {
   let t: object | null = type
   let key: string | null = null
   while (t) {

@@ -13,8 +13,9 @@ import type { Db, Queryable } from '../../persistence/db.ts'
 import { BoardView } from '../actions/board-view.ts'
 import { holdApiKey, revokedKeyError } from '../auth/api-keys.ts'
 import type { Logger } from '../http/json.ts'
-import { BoardGuard, type Editor, GUARD_ORIGIN, type GuardReport } from './board-guard.ts'
+import { BoardGuard, GUARD_ORIGIN, type GuardReport } from './board-guard.ts'
 import { appendUpdate, compact, loadInto } from './doc-store.ts'
+import { MapGuard } from './map-guard.ts'
 import { Mutex } from './mutex.ts'
 import type {
   ChangeKind,
@@ -76,6 +77,8 @@ interface PendingPeople {
     origin: WriteOrigin
     changes: { kind: ChangeKind; entityId: string }[]
     events: DomainEvent[]
+    /** A map people edited: it moves up list_maps; new nodes and edges are indexed. */
+    map?: { mapId: string; created: { id: string; kind: 'node' | 'edge' }[] }
   }[]
   timer: NodeJS.Timeout | undefined
   flushing: Promise<void> | undefined
@@ -335,7 +338,6 @@ export class LiveDocs {
    */
   private watchPeople(document: Document, docName: string): void {
     const orgId = docName.slice(0, 36)
-    const guard = docName.endsWith('/board') ? new BoardGuard(document) : undefined
     document.on('update', (update: Uint8Array, origin: unknown) => {
       if (
         origin === GUARD_ORIGIN ||
@@ -344,7 +346,43 @@ export class LiveDocs {
         this.queuePeople(docName, update)
       }
     })
-    if (!guard) return
+    const editorOrigin = (context: ConnectionContext): WriteOrigin =>
+      context.keyId
+        ? { type: 'agent', orgId, keyId: context.keyId, email: context.email, identity: {} }
+        : { type: 'person', orgId, userId: context.userId ?? '', email: context.email }
+    const tell = (
+      connection: { sendStateless(payload: string): void },
+      reverts: { reason: string; taskId?: string }[],
+    ) => {
+      if (reverts.length === 0) return
+      const first = reverts[0]
+      connection.sendStateless(
+        JSON.stringify({ type: 'reverted', reason: first?.reason, taskId: first?.taskId, reverts }),
+      )
+    }
+    if (!docName.endsWith('/board')) {
+      const mapGuard = new MapGuard(document)
+      const mapId = docName.slice(docName.lastIndexOf('/') + 1)
+      document.on('afterTransaction', (tr: Y.Transaction) => {
+        const origin = tr.origin
+        if (!isTransactionOrigin(origin) || origin.source !== 'connection') {
+          mapGuard.remember(tr)
+          return
+        }
+        const report = mapGuard.review(tr)
+        tell(origin.connection, report.reverts)
+        if (report.touched) {
+          this.queuePeople(docName, undefined, {
+            origin: editorOrigin(origin.connection.context as ConnectionContext),
+            changes: [],
+            events: [],
+            map: { mapId, created: report.created },
+          })
+        }
+      })
+      return
+    }
+    const guard = new BoardGuard(document)
     document.on('afterTransaction', (tr: Y.Transaction) => {
       const origin = tr.origin
       if (!isTransactionOrigin(origin) || origin.source !== 'connection') {
@@ -352,25 +390,11 @@ export class LiveDocs {
         return
       }
       const context = origin.connection.context as ConnectionContext
-      const editor: Editor = { email: context.email, keyId: context.keyId }
-      const report = guard.review(tr, editor)
-      if (report.reverts.length > 0) {
-        const first = report.reverts[0]
-        origin.connection.sendStateless(
-          JSON.stringify({
-            type: 'reverted',
-            reason: first?.reason,
-            taskId: first?.taskId,
-            reverts: report.reverts,
-          }),
-        )
-      }
+      const report = guard.review(tr, { email: context.email, keyId: context.keyId })
+      tell(origin.connection, report.reverts)
       if (report.changes.length > 0 || report.events.length > 0) {
-        const writeOrigin: WriteOrigin = context.keyId
-          ? { type: 'agent', orgId, keyId: context.keyId, email: context.email, identity: {} }
-          : { type: 'person', orgId, userId: context.userId ?? '', email: context.email }
         this.queuePeople(docName, undefined, {
-          origin: writeOrigin,
+          origin: editorOrigin(context),
           changes: report.changes,
           events: presentEvents(document, report),
         })
@@ -416,9 +440,30 @@ export class LiveDocs {
     p.flushing = this.db
       .transaction(async (tx) => {
         if (merged) appendUpdate(tx, docName, merged).catch(() => {})
+        const maps = new Map<
+          string,
+          { orgId: string; created: { id: string; kind: 'node' | 'edge' }[] }
+        >()
         for (const r of reports) {
+          if (r.map) {
+            const m = maps.get(r.map.mapId) ?? { orgId: r.origin.orgId, created: [] }
+            m.created.push(...r.map.created)
+            maps.set(r.map.mapId, m)
+          }
           if (r.changes.length > 0) recordChanges(tx, r.origin.orgId, r.changes).catch(() => {})
           if (r.events.length > 0 && this.eventSink) await this.eventSink(tx, r.origin, r.events)
+        }
+        for (const [mapId, m] of maps) {
+          tx.query('update maps set updated_at = now() where id = $1 and org_id = $2', [
+            mapId,
+            m.orgId,
+          ]).catch(() => {})
+          for (const item of m.created) {
+            tx.query(
+              'insert into map_items (id, org_id, map_id, kind) values ($1, $2, $3, $4) on conflict (id) do nothing',
+              [item.id, m.orgId, mapId, item.kind],
+            ).catch(() => {})
+          }
         }
       })
       .then(() => {

@@ -1,30 +1,36 @@
 import { randomUUID } from 'node:crypto'
-import { Server as HocuspocusServer } from '@hocuspocus/server'
 import { HocuspocusProvider, HocuspocusProviderWebsocket } from '@hocuspocus/provider'
+import { Server as HocuspocusServer } from '@hocuspocus/server'
 import * as Y from 'yjs'
+import { type Db, openDb } from '../../persistence/db.ts'
 import { boardDocName, boardMaps } from '../../shared/board-doc.ts'
-import { Agent, connectProvider, ownerWithAgent } from '../support/client.ts'
-import { startServer } from '../support/server.ts'
+import { Agent, connectProvider, Person } from '../support/client.ts'
 import { STORAGES, type StorageKind } from '../support/storage.ts'
+import { spawnServer } from './harness.ts'
 import { line, rate, type Stats, stats, time } from './stats.ts'
 
 const N = 400
 
-/** Baseline: one INSERT committed, on the same driver and database. */
-async function insertBaseline(server: Awaited<ReturnType<typeof startServer>>): Promise<Stats> {
-  const db = server.storage.db
-  await db.query('create table bench_baseline (id uuid primary key, v text)')
-  return time(N, () => db.query('insert into bench_baseline (id, v) values ($1, $2)', [randomUUID(), 'x']))
+/** Baseline: one INSERT committed, on the same engine (for PGlite, a second instance in this process). */
+async function insertBaseline(db: Db): Promise<Stats> {
+  await db.query('create table if not exists bench_baseline (id uuid primary key, v text)')
+  return time(N, () =>
+    db.query('insert into bench_baseline (id, v) values ($1, $2)', [randomUUID(), 'x']),
+  )
 }
 
 /** Baseline: a bare Hocuspocus (no auth, no storage) direct-connection write reaching a provider. */
 async function bareHocuspocus(): Promise<Stats> {
   const server = new HocuspocusServer({ port: 0, quiet: true, stopOnSignals: false })
   await server.listen()
-  const url = `ws://127.0.0.1:${server.address.port}`
   const doc = new Y.Doc()
-  const socket = new HocuspocusProviderWebsocket({ url })
-  const provider = new HocuspocusProvider({ websocketProvider: socket, name: 'bench', document: doc, token: 't' })
+  const socket = new HocuspocusProviderWebsocket({ url: `ws://127.0.0.1:${server.address.port}` })
+  const provider = new HocuspocusProvider({
+    websocketProvider: socket,
+    name: 'bench',
+    document: doc,
+    token: 't',
+  })
   provider.attach()
   await new Promise<void>((r) => provider.on('synced', () => r()))
   const direct = await server.hocuspocus.openDirectConnection('bench')
@@ -49,40 +55,22 @@ async function bareHocuspocus(): Promise<Stats> {
   return s
 }
 
-/** Seeds `count` cards in one server write (fast), so the read benchmarks run on a big board. */
-async function seedBoard(server: Awaited<ReturnType<typeof startServer>>, orgId: string, columnId: string, count: number) {
-  await server.app.live.write(boardDocName(orgId), { type: 'server', orgId }, async (w) => {
-    w.mutate((doc) => {
-      const tasks = boardMaps(doc).tasks
-      for (let i = 0; i < count; i++) {
-        const m = new Y.Map<unknown>()
-        m.set('columnId', columnId)
-        m.set('projectId', null)
-        m.set('title', `Seeded card ${i} with a realistic title length`)
-        m.set('description', new Y.Text('Some description text that a card would carry. '.repeat(4)))
-        m.set('type', i % 3 === 0 ? 'bug' : 'feature')
-        m.set('priority', ['urgent', 'high', 'normal', 'low', null][i % 5])
-        m.set('tags', ['backend', `t${i % 7}`])
-        m.set('assigneeIds', [])
-        m.set('position', (i + 1) * 1024)
-        m.set('createdAt', w.now)
-        m.set('updatedAt', w.now)
-        m.set('archivedAt', null)
-        m.set('createdByEmail', 'seed@example.test')
-        tasks.set(randomUUID(), m)
-      }
-    })
-  })
-}
-
-async function storageRun(kind: StorageKind, log: (l: string) => void) {
-  const server = await startServer(kind, { rateLimitPerKey: 1_000_000 } as never)
+async function storageRun(kind: StorageKind, log: (l: string) => void, bare: Stats) {
+  // The service as deployed: its own process, so the load generator does not share its event loop.
+  const server = await spawnServer(kind, { RATE_LIMIT_PER_KEY: '1000000' })
+  const baselineDb = await openDb(
+    kind === 'postgres'
+      ? { databaseUrl: server.storage, maxConnections: 1 }
+      : { dataDir: 'memory://' },
+  )
   try {
     log(`\n### ${kind === 'postgres' ? 'real Postgres' : 'PGlite'}`)
-    const insert = await insertBaseline(server)
+    const insert = await insertBaseline(baselineDb)
     log(line('baseline: bare INSERT committed', insert))
 
-    const { owner, agent } = await ownerWithAgent(server.url)
+    const owner = new Person(server.url)
+    await owner.signUp()
+    const agent = new Agent(server.url, await owner.createKey())
     const { columns } = await agent.ok('list_columns')
     const [a, b] = [columns[0].id as string, columns[1].id as string]
 
@@ -96,11 +84,15 @@ async function storageRun(kind: StorageKind, log: (l: string) => void) {
       agent.ok('move_task', { taskId: created[i % created.length], columnId: i % 2 ? a : b }),
     )
     log(line('move_task', move, insert))
-    const getTask = await time(N, (i) => agent.ok('get_task', { taskId: created[i % created.length] }))
+    const getTask = await time(N, (i) =>
+      agent.ok('get_task', { taskId: created[i % created.length] }),
+    )
     log(line('get_task', getTask, insert))
 
-    // Throughput: 8 concurrent clients, each with its own key, creating cards for a fixed count.
-    const clients = await Promise.all(Array.from({ length: 8 }, async () => new Agent(server.url, await owner.createKey())))
+    // Throughput: 8 concurrent clients (own keys, one organisation) creating 2,000 cards.
+    const clients = await Promise.all(
+      Array.from({ length: 8 }, async () => new Agent(server.url, await owner.createKey())),
+    )
     const total = 2000
     let next = 0
     const t0 = performance.now()
@@ -112,10 +104,20 @@ async function storageRun(kind: StorageKind, log: (l: string) => void) {
         }
       }),
     )
-    log(rate('create_task throughput, 8 concurrent clients', total, performance.now() - t0))
+    log(
+      rate(
+        'create_task throughput, 8 concurrent clients, one board',
+        total,
+        performance.now() - t0,
+      ),
+    )
 
     // Agent write → provider: from sending the request to the provider's document holding it.
-    const live = await connectProvider(server.url, boardDocName(owner.orgId), await owner.syncToken())
+    const live = await connectProvider(
+      server.url,
+      boardDocName(owner.orgId),
+      await owner.syncToken(),
+    )
     const tasks = boardMaps(live.doc).tasks
     const samples: number[] = []
     for (let i = 0; i < N; i++) {
@@ -136,22 +138,45 @@ async function storageRun(kind: StorageKind, log: (l: string) => void) {
       samples.push(performance.now() - t)
     }
     live.destroy()
-    log(line('agent write → visible in a connected provider', stats(samples), await bareHocuspocus()))
-    log(line('baseline: bare Hocuspocus direct write → provider', await bareHocuspocus()))
+    log(line('agent write → visible in a connected provider', stats(samples), bare))
 
-    // get_board on a board of 2,000 cards.
-    const big = await ownerWithAgent(server.url)
-    const bigColumns = (await big.agent.ok('list_columns')).columns
-    await seedBoard(server, big.orgId, bigColumns[0].id, 2000)
-    const board = await time(60, () => big.agent.ok('get_board'))
-    log(line('get_board, 2,000 cards (full form)', board, insert))
-    const summary = await time(60, () => big.agent.ok('get_board', { summary: true }))
-    log(line('get_board, 2,000 cards (summary form)', summary, insert))
+    // get_board on a board of exactly 2,000 cards (a fresh organisation).
+    const bigOwner = new Person(server.url)
+    await bigOwner.signUp()
+    const big = new Agent(server.url, await bigOwner.createKey())
+    const bigColumn = (await big.ok('list_columns')).columns[0].id
+    let made = 0
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        while (made < 2000) {
+          made++
+          await big.ok('create_task', {
+            columnId: bigColumn,
+            title: `Seeded card ${made} with a realistic title`,
+            description: 'Some description text. '.repeat(8),
+            priority: 'normal',
+          })
+        }
+      }),
+    )
+    log(
+      line('get_board, 2,000 cards (full form)', await time(60, () => big.ok('get_board')), insert),
+    )
+    log(
+      line(
+        'get_board, 2,000 cards (summary form)',
+        await time(60, () => big.ok('get_board', { summary: true })),
+        insert,
+      ),
+    )
   } finally {
+    await baselineDb.close()
     await server.close()
   }
 }
 
 export async function run(log: (line: string) => void): Promise<void> {
-  for (const kind of STORAGES) await storageRun(kind, log)
+  const bare = await bareHocuspocus()
+  log(line('baseline: bare Hocuspocus direct write → provider', bare))
+  for (const kind of STORAGES) await storageRun(kind, log, bare)
 }

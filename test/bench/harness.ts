@@ -18,7 +18,10 @@ export interface BenchServer {
  * The service as it runs in production: `node server/main.ts` in its own process on port
  * 0, over a fresh database, so the load generator does not share its event loop.
  */
-export async function spawnServer(kind: StorageKind, env: Record<string, string> = {}): Promise<BenchServer> {
+export async function spawnServer(
+  kind: StorageKind,
+  env: Record<string, string> = {},
+): Promise<BenchServer> {
   const name = `cb_bench_${process.pid}_${Date.now()}`
   let storageEnv: Record<string, string>
   let cleanup: () => Promise<void>
@@ -38,7 +41,15 @@ export async function spawnServer(kind: StorageKind, env: Record<string, string>
     cleanup = () => rm(dir, { recursive: true, force: true })
   }
   const child = spawn(process.execPath, ['server/main.ts'], {
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', SCRYPT_N: '1024', ...storageEnv, ...env },
+    env: {
+      ...process.env,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      SCRYPT_N: '1024',
+      ...storageEnv,
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   })
   const url = await new Promise<string>((resolve, reject) => {

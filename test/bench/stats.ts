@@ -9,7 +9,8 @@ export interface Stats {
 
 export function stats(samples: number[]): Stats {
   const sorted = [...samples].sort((a, b) => a - b)
-  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN
+  const at = (q: number) =>
+    sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN
   return {
     n: sorted.length,
     median: at(0.5),
@@ -19,7 +20,11 @@ export function stats(samples: number[]): Stats {
 }
 
 /** Times `fn` `n` times (after `warmup` untimed runs), in milliseconds. */
-export async function time(n: number, fn: (i: number) => Promise<unknown>, warmup = Math.min(20, n)): Promise<Stats> {
+export async function time(
+  n: number,
+  fn: (i: number) => Promise<unknown>,
+  warmup = Math.min(20, n),
+): Promise<Stats> {
   for (let i = 0; i < warmup; i++) await fn(i)
   const samples: number[] = []
   for (let i = 0; i < n; i++) {

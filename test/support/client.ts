@@ -157,7 +157,10 @@ export async function eventually<T>(check: () => T | undefined, ms = 5000): Prom
 }
 
 /** Polls an async `check` until it returns a value other than undefined, or fails after `ms`. */
-export async function eventuallyAsync<T>(check: () => Promise<T | undefined>, ms = 5000): Promise<T> {
+export async function eventuallyAsync<T>(
+  check: () => Promise<T | undefined>,
+  ms = 5000,
+): Promise<T> {
   const deadline = Date.now() + ms
   for (;;) {
     const v = await check()

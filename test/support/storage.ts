@@ -37,7 +37,7 @@ export async function freshDb(
   }
   const url = new URL(TEST_DATABASE_URL)
   url.pathname = `/${name}`
-  const db = await openDb({ databaseUrl: url.toString(), maxConnections: 60 })
+  const db = await openDb({ databaseUrl: url.toString(), maxConnections: 20 })
   if (options.migrate !== false) await migrate(db)
   return {
     db,
