@@ -181,6 +181,21 @@ export function locate(type: object, roots: Map<object, string>): [string, strin
   return undefined
 }
 
+/** The entities a transaction touched, as [root name, key] pairs (nested edits resolve to their entity). */
+export function touchedEntities(tr: Y.Transaction, roots: Map<object, string>): [string, string][] {
+  const out = new Map<string, [string, string]>()
+  for (const [type, keys] of tr.changed) {
+    const root = roots.get(type)
+    if (root) {
+      for (const key of keys) if (key !== null) out.set(`${root}/${key}`, [root, key])
+      continue
+    }
+    const at = locate(type, roots)
+    if (at) out.set(`${at[0]}/${at[1]}`, at)
+  }
+  return [...out.values()]
+}
+
 export class BoardGuard {
   private readonly doc: Y.Doc
   private readonly maps: ReturnType<typeof boardMaps>
@@ -210,19 +225,8 @@ export class BoardGuard {
     }
   }
 
-  /** The entities a transaction touched, as [root, key] pairs. */
   private touched(tr: Y.Transaction): [string, string][] {
-    const out = new Map<string, [string, string]>()
-    for (const [type, keys] of tr.changed) {
-      const root = this.roots.get(type)
-      if (root) {
-        for (const key of keys) if (key !== null) out.set(`${root}/${key}`, [root, key])
-        continue
-      }
-      const at = locate(type, this.roots)
-      if (at) out.set(`${at[0]}/${at[1]}`, at)
-    }
-    return [...out.values()]
+    return touchedEntities(tr, this.roots)
   }
 
   /** Records the new valid state after a transaction the server made or accepted. */

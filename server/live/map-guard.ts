@@ -1,7 +1,7 @@
 import type * as Y from 'yjs'
 import { LIMITS } from '../../shared/constants.ts'
 import { HEX_COLOR, mapDocMaps } from '../../shared/map-doc.ts'
-import { GUARD_ORIGIN, type Json, locate, rebuild, snapshot } from './board-guard.ts'
+import { GUARD_ORIGIN, type Json, rebuild, snapshot, touchedEntities } from './board-guard.ts'
 
 /**
  * The map document's counterpart of BoardGuard: people draw on the canvas freely (nodes
@@ -68,17 +68,7 @@ export class MapGuard {
   }
 
   private touchedKeys(tr: Y.Transaction): [string, string][] {
-    const out = new Map<string, [string, string]>()
-    for (const [type, keys] of tr.changed) {
-      const root = this.roots.get(type)
-      if (root) {
-        for (const key of keys) if (key !== null) out.set(`${root}/${key}`, [root, key])
-        continue
-      }
-      const at = locate(type, this.roots)
-      if (at) out.set(`${at[0]}/${at[1]}`, at)
-    }
-    return [...out.values()]
+    return touchedEntities(tr, this.roots)
   }
 
   remember(tr: Y.Transaction): void {
@@ -153,7 +143,11 @@ export class MapGuard {
       if (problem) break
       if (saved && JSON.stringify(saved[k]) === JSON.stringify(v)) continue
       problem =
-        k === 'imageUrl' ? 'node images are set with set_node_image only' : nodeFieldError(k, v)
+        k === 'imageUrl'
+          ? v === null && !saved
+            ? undefined
+            : 'node images are set with set_node_image only'
+          : nodeFieldError(k, v)
     }
     if (!problem && saved)
       problem = Object.keys(saved).find((k) => !(k in current)) && 'node fields cannot be removed'
