@@ -55,9 +55,25 @@ async function bareHocuspocus(): Promise<Stats> {
   return s
 }
 
+/**
+ * An agent whose requests rotate over several keys of one organisation, so a benchmark can
+ * run faster than one key's 240 requests per minute with the real limiter in force.
+ */
+async function rotating(owner: Person, keys: number) {
+  const agents = await Promise.all(
+    Array.from({ length: keys }, async () => new Agent(owner.url, await owner.createKey())),
+  )
+  let i = 0
+  return {
+    ok: (action: string, params?: unknown) =>
+      (agents[i++ % agents.length] as Agent).ok(action, params),
+  }
+}
+
 async function storageRun(kind: StorageKind, log: (l: string) => void, bare: Stats) {
-  // The service as deployed: its own process, so the load generator does not share its event loop.
-  const server = await spawnServer(kind, { RATE_LIMIT_PER_KEY: '1000000' })
+  // The service as deployed: its own process, so the load generator does not share its event
+  // loop, with the specification's rate limits in force (requests rotate over enough keys).
+  const server = await spawnServer(kind)
   const baselineDb = await openDb(
     kind === 'postgres'
       ? { databaseUrl: server.storage, maxConnections: 1 }
@@ -70,7 +86,7 @@ async function storageRun(kind: StorageKind, log: (l: string) => void, bare: Sta
 
     const owner = new Person(server.url)
     await owner.signUp()
-    const agent = new Agent(server.url, await owner.createKey())
+    const agent = await rotating(owner, 16)
     const { columns } = await agent.ok('list_columns')
     const [a, b] = [columns[0].id as string, columns[1].id as string]
 
@@ -143,7 +159,7 @@ async function storageRun(kind: StorageKind, log: (l: string) => void, bare: Sta
     // get_board on a board of exactly 2,000 cards (a fresh organisation).
     const bigOwner = new Person(server.url)
     await bigOwner.signUp()
-    const big = new Agent(server.url, await bigOwner.createKey())
+    const big = await rotating(bigOwner, 16)
     const bigColumn = (await big.ok('list_columns')).columns[0].id
     let made = 0
     await Promise.all(
