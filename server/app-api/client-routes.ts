@@ -83,12 +83,7 @@ function personContext(deps: ClientRouteDeps, user: User, org: OrgMembership): A
 
 /** Closes a person's live connections to an organisation's documents (they left it). */
 function disconnect(live: LiveDocs, orgId: string, userId: string): void {
-  for (const [name, document] of live.hocuspocus.documents) {
-    if (!name.startsWith(`${orgId}/`)) continue
-    for (const connection of document.getConnections()) {
-      if (connection.context?.userId === userId) connection.close()
-    }
-  }
+  live.closeConnections((c) => c.orgId === orgId && c.userId === userId)
 }
 
 /**
