@@ -105,10 +105,8 @@ async function storageRun(kind: StorageKind, log: (l: string) => void, bare: Sta
     )
     log(line('get_task', getTask, insert))
 
-    // Throughput: 8 concurrent clients (own keys, one organisation) creating 2,000 cards.
-    const clients = await Promise.all(
-      Array.from({ length: 8 }, async () => new Agent(server.url, await owner.createKey())),
-    )
+    // Throughput: 8 concurrent clients (two keys each, one organisation) creating 2,000 cards.
+    const clients = await Promise.all(Array.from({ length: 8 }, () => rotating(owner, 2)))
     const total = 2000
     let next = 0
     const t0 = performance.now()
