@@ -66,6 +66,14 @@ interface Entry {
   shadow: Y.Doc
   mirror: (update: Uint8Array, origin: unknown) => void
   mutex: Mutex
+  /**
+   * Settles once every write staged so far has committed (true) or once one of them failed
+   * (false). A write waits for it before its own COMMIT, so writes commit and reach the live
+   * document in the order they were computed, while the next write may already be computed.
+   */
+  committed: Promise<boolean>
+  /** Bumped by each shadow rebuild: writes staged on an older shadow cannot commit. */
+  generation: number
   refs: number
   idleTimer: NodeJS.Timeout | undefined
 }
@@ -184,12 +192,20 @@ export class LiveDocs {
   ): Promise<T> {
     const entry = await this.acquire(docName)
     try {
-      return await entry.mutex.run(() => this.runWrite(entry, origin, fn))
+      return await this.runWrite(entry, origin, fn)
     } finally {
       this.release(entry)
     }
   }
 
+  /**
+   * The document's mutex is held while the write is computed on the shadow and its
+   * statements are sent, and released before its COMMIT is awaited, so the next write's
+   * computing overlaps this one's commit. Ordering and atomicity still hold: a write sends
+   * its COMMIT only after every earlier write committed (`entry.committed`), and if an
+   * earlier one failed, every write computed on top of it fails too and the shadow is
+   * rebuilt from the live document, which only ever holds committed bytes.
+   */
   private async runWrite<T>(
     entry: Entry,
     origin: WriteOrigin,
@@ -204,7 +220,21 @@ export class LiveDocs {
     const changes: { kind: ChangeKind; entityId: string }[] = []
     const events: DomainEvent[] = []
     const after: (() => void)[] = []
+    const release = await entry.mutex.acquire()
+    let locked = true
+    const unlock = () => {
+      if (locked) {
+        locked = false
+        release()
+      }
+    }
     const shadow = entry.shadow
+    const generation = entry.generation
+    const previous = entry.committed
+    let settle!: (ok: boolean) => void
+    entry.committed = new Promise<boolean>((resolve) => {
+      settle = resolve
+    })
     const collect = (update: Uint8Array, o: unknown) => {
       if (o === marker) updates.push(update)
     }
@@ -243,26 +273,48 @@ export class LiveDocs {
             : updates.length === 1
               ? updates[0]
               : Y.mergeUpdates(updates)
-        // Not awaited: these go out together with the COMMIT in one round trip (a failure
-        // surfaces from the commit: TrackedTx.settle). They issue their statements at once.
+        // Not awaited: these go out together with the COMMIT (a failure surfaces from the
+        // commit: TrackedTx.settle). They issue their statements at once.
         if (merged) appendUpdate(tx, entry.name, merged).catch(() => {})
         if (changes.length > 0) recordChanges(tx, origin.orgId, changes).catch(() => {})
         // Awaited: a sink may wait on a query before issuing its inserts, and those must
         // reach the transaction before the COMMIT does.
         if (events.length > 0 && this.eventSink) await this.eventSink(tx, origin, events)
+        shadow.off('update', collect)
+        unlock()
+        if (!(await previous)) {
+          throw new Error(
+            `an earlier write to ${entry.name} failed to commit; this one was built on it`,
+          )
+        }
         return value
       })
       if (merged) {
         Y.applyUpdate(entry.live, merged, marker)
         this.countAppend(entry.name)
       }
+      settle(true)
       for (const f of after) f()
       return result
     } catch (error) {
-      if (updates.length > 0) this.rebuildShadow(entry)
-      throw revokedKeyError(error) ?? error
-    } finally {
       shadow.off('update', collect)
+      unlock()
+      if (updates.length === 0) {
+        // Nothing of this write is in the shadow: later writes depend only on earlier ones.
+        void previous.then(settle)
+      } else {
+        settle(false)
+        // The first failure of a shadow generation rebuilds it from the live document (under
+        // the mutex, so no write is being computed); writes computed on the failed shadow
+        // fail through `committed` and find the generation already moved on.
+        await entry.mutex.run(async () => {
+          if (entry.generation !== generation) return
+          this.rebuildShadow(entry)
+          entry.generation += 1
+          entry.committed = Promise.resolve(true)
+        })
+      }
+      throw revokedKeyError(error) ?? error
     }
   }
 
@@ -308,6 +360,8 @@ export class LiveDocs {
       shadow: new Y.Doc(),
       mirror: () => {},
       mutex: new Mutex(),
+      committed: Promise.resolve(true),
+      generation: 0,
       refs: 0,
       idleTimer: undefined,
     }

@@ -123,3 +123,72 @@ describe.each(STORAGES)('a write whose commit fails leaves nothing visible (%s)'
     expect(board.tasks.find((t: { id: string }) => t.id === task.id).title).toBe('Durable')
   })
 })
+
+/**
+ * The write path overlaps one write's computing with the previous write's commit. A commit
+ * that fails in the middle of concurrent writes must take down exactly the writes computed
+ * on top of it: what answered 200 is stored and visible, nothing else is, anywhere.
+ */
+describe.each(STORAGES)('concurrent writes around a failed commit stay exact (%s)', (kind) => {
+  let server: TestServer
+
+  beforeAll(async () => {
+    server = await startServer(kind, { rateLimitPerKey: 100_000 })
+    await server.storage.db.query(`
+      create function refuse_poison() returns trigger language plpgsql as $$
+      begin
+        if position('POISON'::bytea in new.data) > 0 then
+          raise exception 'injected commit failure';
+        end if;
+        return new;
+      end $$`)
+    await server.storage.db.query(
+      'create trigger refuse_poison before insert on doc_updates for each row execute function refuse_poison()',
+    )
+  })
+  afterAll(() => server.close())
+
+  test('exactly the writes that answered 200 are stored, live and readable; later writes build on them', async () => {
+    const { owner, agent } = await ownerWithAgent(server.url)
+    const columnId = (await agent.ok('list_columns')).columns[0].id
+    const live = await connectProvider(
+      server.url,
+      boardDocName(owner.orgId),
+      await owner.syncToken(),
+    )
+    try {
+      const titles = Array.from({ length: 30 }, (_, i) => (i % 7 === 3 ? `POISON ${i}` : `ok ${i}`))
+      const results = await Promise.all(
+        titles.map((title) => agent.call('create_task', { columnId, title })),
+      )
+      const answered = results
+        .filter((r) => r.status === 200)
+        .map((r) => r.body.task.title as string)
+      for (const [i, r] of results.entries()) {
+        if (titles[i]?.startsWith('POISON')) expect(r.status).toBe(500)
+        else expect([200, 500]).toContain(r.status)
+      }
+      expect(answered.length).toBeGreaterThan(0)
+      const board = async () =>
+        ((await agent.ok('get_board')).tasks as { title: string }[]).map((t) => t.title).sort()
+      expect(await board()).toEqual([...answered].sort())
+      const liveTitles = () =>
+        [...boardMaps(live.doc).tasks.values()].map((m) => m.get('title') as string).sort()
+      await eventually(() =>
+        JSON.stringify(liveTitles()) === JSON.stringify([...answered].sort()) ? true : undefined,
+      )
+
+      // Later writes work on the committed state, including on cards made in the burst.
+      const first = results.find((r) => r.status === 200)?.body.task.id
+      const { task: after } = await agent.ok('create_task', { columnId, title: 'after the burst' })
+      await agent.ok('move_task', { taskId: first, columnId })
+      await agent.ok('update_task', { taskId: after.id, description: 'still consistent' })
+      // And storage holds exactly the same: reload the document from it.
+      live.destroy()
+      await server.app.live.close()
+      expect(await board()).toEqual([...answered, 'after the burst'].sort())
+    } finally {
+      live.destroy()
+    }
+  })
+})
