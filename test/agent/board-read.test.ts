@@ -85,12 +85,6 @@ describe.each(STORAGES)('board reading (%s)', (kind) => {
     return { owner, agent, orgId, backlog, ready, doing, done }
   }
 
-  async function createProject(owner: Person, name: string): Promise<string> {
-    const res = await owner.request('POST', `/api/app/orgs/${owner.orgId}/projects`, { name })
-    expect(res.status).toBe(201)
-    return res.body.project.id
-  }
-
   const card = async (agent: Agent, params: Record<string, unknown>) =>
     (await agent.ok('create_task', { title: 'A card', ...params })).task
 
@@ -200,7 +194,7 @@ describe.each(STORAGES)('board reading (%s)', (kind) => {
 
     test('each card of get_board carries every field of the Task table: claim, counts, projectName, ownPriority, createdByEmail', async () => {
       const { owner, agent, backlog } = await org()
-      const projectId = await createProject(owner, 'Apollo')
+      const projectId = await owner.createProject('Apollo')
       const t = await card(agent, {
         columnId: backlog,
         projectId,
@@ -243,8 +237,8 @@ describe.each(STORAGES)('board reading (%s)', (kind) => {
 
     test('projectId returns only that project’s cards, with its own columns, the organisation-level ones and any column a returned card sits in', async () => {
       const { owner, agent, backlog, ready, doing, done } = await org()
-      const p = await createProject(owner, 'P')
-      const q = await createProject(owner, 'Q')
+      const p = await owner.createProject('P')
+      const q = await owner.createProject('Q')
       const pCol = (await agent.ok('create_column', { title: 'P only', projectId: p })).column.id
       const qCol = (await agent.ok('create_column', { title: 'Q only', projectId: q })).column.id
       const qCol2 = (await agent.ok('create_column', { title: 'Q second', projectId: q })).column.id
@@ -262,7 +256,7 @@ describe.each(STORAGES)('board reading (%s)', (kind) => {
     test('a real project with nothing in it returns 200 with zero cards', async () => {
       const { owner, agent, backlog } = await org()
       await card(agent, { columnId: backlog })
-      const empty = await createProject(owner, 'Empty')
+      const empty = await owner.createProject('Empty')
       const res = await agent.call('get_board', { projectId: empty })
       expect(res.status).toBe(200)
       expect(res.body.tasks).toEqual([])
@@ -282,8 +276,8 @@ describe.each(STORAGES)('board reading (%s)', (kind) => {
     test('activity stays organisation-wide under projectId; claim records carry exactly their fields; claimedBy is the live holder, null when lapsed', async () => {
       const { owner, agent, orgId, backlog } = await org()
       const me = await agent.ok('whoami')
-      const p = await createProject(owner, 'P')
-      const q = await createProject(owner, 'Q')
+      const p = await owner.createProject('P')
+      const q = await owner.createProject('Q')
       const pCard = await card(agent, { columnId: backlog, projectId: p })
       const qCard = await card(agent, { columnId: backlog, projectId: q })
       const now = Date.now()
@@ -335,8 +329,8 @@ describe.each(STORAGES)('board reading (%s)', (kind) => {
 
     test('a columnId not on the board asked about is refused with 400 rather than answered as empty', async () => {
       const { owner, agent, backlog } = await org()
-      const p = await createProject(owner, 'P')
-      const q = await createProject(owner, 'Q')
+      const p = await owner.createProject('P')
+      const q = await owner.createProject('Q')
       const qCol = (await agent.ok('create_column', { title: 'Q only', projectId: q })).column.id
       await card(agent, { columnId: backlog, projectId: p })
 
@@ -356,8 +350,8 @@ describe.each(STORAGES)('board reading (%s)', (kind) => {
 
     test('a column in which a returned card sits counts as on the board for columnId', async () => {
       const { owner, agent } = await org()
-      const p = await createProject(owner, 'P')
-      const q = await createProject(owner, 'Q')
+      const p = await owner.createProject('P')
+      const q = await owner.createProject('Q')
       const qCol = (await agent.ok('create_column', { title: 'Q only', projectId: q })).column.id
       const stray = await card(agent, { columnId: qCol, projectId: p })
       await card(agent, { columnId: qCol, projectId: q })
@@ -495,7 +489,7 @@ describe.each(STORAGES)('board reading (%s)', (kind) => {
 
     test('summary: true returns exactly the fields of the summary form', async () => {
       const { owner, agent, backlog } = await org()
-      const p = await createProject(owner, 'P')
+      const p = await owner.createProject('P')
       const t = await card(agent, {
         columnId: backlog,
         projectId: p,
@@ -593,8 +587,8 @@ describe.each(STORAGES)('board reading (%s)', (kind) => {
 
     test('the newest 500 comments are read across the organisation before narrowing, so a project filter can look sparse', async () => {
       const { owner, agent, orgId, backlog } = await org()
-      const p = await createProject(owner, 'P')
-      const q = await createProject(owner, 'Q')
+      const p = await owner.createProject('P')
+      const q = await owner.createProject('Q')
       const old = await card(agent, { columnId: backlog, projectId: p })
       const chatty = await card(agent, { columnId: backlog, projectId: q })
       await seedComments(orgId, old.id, 3, '2020-01-01T00:00:00.000Z', 'old')
@@ -616,8 +610,8 @@ describe.each(STORAGES)('board reading (%s)', (kind) => {
 
     test('the newest 250 attachments are read across the organisation before narrowing', async () => {
       const { owner, agent, orgId, backlog } = await org()
-      const p = await createProject(owner, 'P')
-      const q = await createProject(owner, 'Q')
+      const p = await owner.createProject('P')
+      const q = await owner.createProject('Q')
       const old = await card(agent, { columnId: backlog, projectId: p })
       const busy = await card(agent, { columnId: backlog, projectId: q })
       await seedAttachments(orgId, old.id, 2, '2020-01-01T00:00:00.000Z')
@@ -656,8 +650,8 @@ describe.each(STORAGES)('board reading (%s)', (kind) => {
 
     test('every filter combines', async () => {
       const { owner, agent, backlog, ready } = await org()
-      const p = await createProject(owner, 'P')
-      const q = await createProject(owner, 'Q')
+      const p = await owner.createProject('P')
+      const q = await owner.createProject('Q')
       const make = async (
         fields: { projectId?: string; columnId?: string; priority?: string },
         tags: string[],
@@ -768,7 +762,7 @@ describe.each(STORAGES)('board reading (%s)', (kind) => {
   describe('list_columns and list_projects', () => {
     test('list_columns returns every column in board order with id, title, position, role and projectId', async () => {
       const { owner, agent, backlog, ready, doing, done } = await org()
-      const p = await createProject(owner, 'P')
+      const p = await owner.createProject('P')
       const first = (await agent.ok('create_column', { title: 'First', position: 1 })).column.id
       const pCol = (await agent.ok('create_column', { title: 'P', projectId: p })).column.id
       const { columns } = await agent.ok('list_columns', {})
@@ -788,8 +782,8 @@ describe.each(STORAGES)('board reading (%s)', (kind) => {
 
     test('list_columns with projectId returns that project’s own columns plus the organisation-level ones', async () => {
       const { owner, agent, backlog, ready, doing, done } = await org()
-      const p = await createProject(owner, 'P')
-      const q = await createProject(owner, 'Q')
+      const p = await owner.createProject('P')
+      const q = await owner.createProject('Q')
       const pCol = (await agent.ok('create_column', { title: 'P', projectId: p })).column.id
       await agent.ok('create_column', { title: 'Q', projectId: q })
       const { columns } = await agent.ok('list_columns', { projectId: p })
@@ -810,7 +804,7 @@ describe.each(STORAGES)('board reading (%s)', (kind) => {
     test('list_projects returns each project with exactly id, name, color and createdAt', async () => {
       const { owner, agent } = await org()
       expect(await agent.ok('list_projects')).toEqual({ projects: [] })
-      const a = await createProject(owner, 'Apollo')
+      const a = await owner.createProject('Apollo')
       const res = await owner.request('POST', `/api/app/orgs/${owner.orgId}/projects`, {
         name: 'Gemini',
         color: '#112233',

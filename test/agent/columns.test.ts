@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { type Agent, ownerWithAgent, type Person } from '../support/client.ts'
+import { type Agent, ownerWithAgent } from '../support/client.ts'
 import { startServer, type TestServer } from '../support/server.ts'
 import { STORAGES } from '../support/storage.ts'
 
@@ -20,12 +20,6 @@ describe.each(STORAGES)('columns (%s)', (kind) => {
     const { columns } = await agent.ok('list_columns')
     const [backlog, ready, doing, done] = ids(columns) as [string, string, string, string]
     return { owner, agent, orgId, backlog, ready, doing, done }
-  }
-
-  async function createProject(owner: Person, name: string): Promise<string> {
-    const res = await owner.request('POST', `/api/app/orgs/${owner.orgId}/projects`, { name })
-    expect(res.status).toBe(201)
-    return res.body.project.id
   }
 
   const card = async (agent: Agent, columnId: string, title = 'A card') =>
@@ -77,7 +71,7 @@ describe.each(STORAGES)('columns (%s)', (kind) => {
 
     test('create_column with projectId makes the project’s own column', async () => {
       const { owner, agent } = await org()
-      const p = await createProject(owner, 'P')
+      const p = await owner.createProject('P')
       const { column } = await agent.ok('create_column', { title: 'P review', projectId: p })
       expect(column.projectId).toBe(p)
       const listed = await agent.ok('list_columns', { projectId: p })
@@ -87,7 +81,7 @@ describe.each(STORAGES)('columns (%s)', (kind) => {
     test('a project from another organisation (or none) is refused with 400 naming projectId', async () => {
       const { agent } = await org()
       const { owner: stranger } = await org()
-      const foreign = await createProject(stranger, 'Theirs')
+      const foreign = await stranger.createProject('Theirs')
       await refused(agent, 'create_column', { title: 'x', projectId: foreign }, 400, /projectId/)
       await refused(
         agent,

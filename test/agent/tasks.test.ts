@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { type Agent, ownerWithAgent, type Person } from '../support/client.ts'
+import { type Agent, ownerWithAgent } from '../support/client.ts'
 import { startServer, type TestServer } from '../support/server.ts'
 import { STORAGES } from '../support/storage.ts'
 
@@ -23,12 +23,6 @@ describe.each(STORAGES)('card writes (%s)', (kind) => {
     const { columns } = await agent.ok('list_columns')
     const [backlog, ready] = ids(columns) as [string, string]
     return { owner, agent, orgId, backlog, ready }
-  }
-
-  async function createProject(owner: Person, name: string): Promise<string> {
-    const res = await owner.request('POST', `/api/app/orgs/${owner.orgId}/projects`, { name })
-    expect(res.status).toBe(201)
-    return res.body.project.id
   }
 
   const card = async (agent: Agent, params: Record<string, unknown>) =>
@@ -138,7 +132,7 @@ describe.each(STORAGES)('card writes (%s)', (kind) => {
 
     test('projectId files the card under a project of this organisation, with its name', async () => {
       const { owner, agent, backlog } = await org()
-      const p = await createProject(owner, 'Apollo')
+      const p = await owner.createProject('Apollo')
       const t = await card(agent, { columnId: backlog, projectId: p })
       expect(t).toMatchObject({ projectId: p, projectName: 'Apollo' })
     })
@@ -223,7 +217,7 @@ describe.each(STORAGES)('card writes (%s)', (kind) => {
   describe('update_task', () => {
     test('update_task writes only the fields sent', async () => {
       const { owner, agent, backlog } = await org()
-      const p = await createProject(owner, 'P')
+      const p = await owner.createProject('P')
       const t = await card(agent, {
         columnId: backlog,
         title: 'Before',
@@ -256,7 +250,7 @@ describe.each(STORAGES)('card writes (%s)', (kind) => {
 
     test('update_task sets each field', async () => {
       const { owner, agent, backlog } = await org()
-      const p = await createProject(owner, 'P')
+      const p = await owner.createProject('P')
       const t = await card(agent, { columnId: backlog })
       const { task } = await agent.ok('update_task', {
         taskId: t.id,
@@ -321,7 +315,7 @@ describe.each(STORAGES)('card writes (%s)', (kind) => {
 
     test('there is no way through the API to unset a project', async () => {
       const { owner, agent, backlog } = await org()
-      const p = await createProject(owner, 'P')
+      const p = await owner.createProject('P')
       const t = await card(agent, { columnId: backlog, projectId: p })
       const message = await refused(
         agent,

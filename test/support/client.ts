@@ -63,6 +63,14 @@ export class Person {
     return res.body.key
   }
 
+  /** Creates a project as this person (projects are made by people), returning its id. */
+  async createProject(name: string, orgId = this.orgId): Promise<string> {
+    const res = await this.request('POST', `/api/app/orgs/${orgId}/projects`, { name })
+    if (res.status !== 201)
+      throw new Error(`project creation failed: ${res.status} ${JSON.stringify(res.body)}`)
+    return res.body.project.id
+  }
+
   async syncToken(orgId = this.orgId): Promise<string> {
     const res = await this.request('POST', `/api/app/orgs/${orgId}/sync-token`)
     if (res.status !== 200) throw new Error(`sync token failed: ${res.status}`)
