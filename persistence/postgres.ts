@@ -1,3 +1,4 @@
+import { Socket } from 'node:net'
 import postgres from 'postgres'
 import type { Db, Queryable, Row } from './db.ts'
 import { TrackedTx } from './pipeline.ts'
@@ -10,6 +11,41 @@ function adapt(sql: postgres.Sql): Queryable['query'] {
     return rows as unknown as T[]
   }
 }
+
+/**
+ * postgres.js's documented `socket` option (missing from its types): a connecting socket
+ * to the URL's host (the driver writes its startup message once it connects) that sends
+ * what is written to it during one turn of the event loop as one write. postgres.js
+ * flushes its own buffer at once when it passes 1 KB and otherwise in a setImmediate, so
+ * a transaction's statements (a document update and a webhook payload easily pass 1 KB)
+ * and its COMMIT would leave in several system calls, and on a loopback connection each
+ * one wakes the database server. The socket stays corked until the check phase after the
+ * driver's own flush (an immediate queued from an immediate runs on the next turn).
+ */
+function coalescingSocket(options: { host: string[]; port: number[]; path?: string | false }) {
+  const socket = new Socket()
+  if (options.path) socket.connect(options.path)
+  else socket.connect(options.port[0] ?? 5432, options.host[0] ?? 'localhost')
+  // Installed after connect(), which resets `write` to the prototype's.
+  const write = socket.write
+  let corked = false
+  const uncork = () => {
+    corked = false
+    socket.uncork()
+  }
+  socket.write = function (this: Socket, ...args: unknown[]) {
+    if (!corked) {
+      corked = true
+      socket.cork()
+      setImmediate(() => setImmediate(uncork))
+    }
+    return (write as (...a: unknown[]) => boolean).apply(this, args)
+  } as Socket['write']
+  return socket
+}
+
+/** Several hosts (failover) are left to the driver's own sockets. */
+const singleHost = (url: string) => !/^[^:]+:\/\/[^/?]*,/.test(url)
 
 export function openPostgres(url: string, max: number): Db {
   const sql = postgres(url, {
@@ -25,27 +61,38 @@ export function openPostgres(url: string, max: number): Db {
       },
     },
     connection: { application_name: 'corkboard' },
+    // Not in postgres.js's types, but documented ("Custom socket").
+    ...(singleHost(url) ? { socket: coalescingSocket } : {}),
   })
   return {
     kind: 'postgres',
     query: adapt(sql),
     /**
-     * BEGIN is pipelined with the first statements and COMMIT with the last ones (on one
-     * reserved connection, postgres.js writes queries without waiting for earlier
-     * replies), so a write's round trips are only those its logic must wait for.
+     * BEGIN is sent with the transaction's first statement and COMMIT pipelined with its
+     * last ones (on one reserved connection, postgres.js writes queries without waiting
+     * for earlier replies), so a transaction whose statements are all issued at its end,
+     * as the live write path does, goes out as one write: one round trip. A transaction
+     * that issues nothing sends nothing. The connection is reserved at once, so callers
+     * that wait on each other inside transactions take connections in the order they
+     * started.
      */
     async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
       const conn = await sql.reserve()
       const run = adapt(conn)
-      const tx = new TrackedTx(run)
+      let begun: Promise<unknown> | undefined
+      const tx = new TrackedTx((text, params) => {
+        if (!begun) {
+          begun = run('begin')
+          begun.catch(() => {})
+        }
+        return run(text, params)
+      })
       try {
-        // Not awaited: the first statement is queued right behind it on the same connection.
-        void tx.query('begin')
         const value = await fn(tx)
-        await tx.settle(run('commit'))
+        if (begun) await tx.settle(Promise.all([begun, run('commit')]))
         return value
       } catch (error) {
-        await run('rollback').catch(() => {})
+        if (begun) await run('rollback').catch(() => {})
         throw (await tx.firstFailure()) ?? error
       } finally {
         conn.release()

@@ -2,9 +2,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { type ActionName, actions, isActionName } from '../../shared/actions.ts'
 import type { AgentIdentity } from '../../shared/labels.ts'
 import { ApiError } from '../api-error.ts'
-import { type ApiKeyRow, authenticateApiKey, INVALID_KEY_HINT } from '../auth/api-keys.ts'
+import { type ApiKeyRow, INVALID_KEY_HINT, keyCredentials } from '../auth/api-keys.ts'
 import { type Logger, readJson, sendError, sendJson } from '../http/json.ts'
 import { chargeRequest, policyHeader } from '../rate-limit/limiter.ts'
+import { admit } from './admission.ts'
 import { actionContext, type Services } from './context.ts'
 import { handlers } from './handlers.ts'
 import { parseParams } from './validation.ts'
@@ -70,6 +71,16 @@ export async function runAction(
   options: RunOptions = {},
 ): Promise<unknown> {
   await chargeRequest(services.limiter, key, action, options.onRateLimit)
+  return runAdmitted(services, key, action, params)
+}
+
+/** Validates and runs one action of a key already admitted (authenticated and charged). */
+export async function runAdmitted(
+  services: Services,
+  key: ApiKeyRow,
+  action: ActionName,
+  params: unknown,
+): Promise<unknown> {
   const spec = actions[action]
   const input = parseParams(action, spec.input, params) as Record<string, unknown>
   const identity: AgentIdentity = {
@@ -97,21 +108,24 @@ export function agentEndpoint(services: Services, log: Logger) {
       if (services.limiter) {
         res.setHeader('RateLimit-Policy', policyHeader([services.limiter.budgets.perKey]))
       }
-      const key = await authenticateApiKey(services.db, bearerKey(req))
+      // A malformed key is refused before the body is read or anything is queried.
+      const credentials = keyCredentials(bearerKey(req))
       const setHeaders = (headers: Record<string, string>) => {
         for (const [name, value] of Object.entries(headers)) res.setHeader(name, value)
       }
-      let envelope: Envelope
+      // The body is read before the key is checked, so both go to Postgres in one round
+      // trip; an unusable body is reported only once the key passed (401 comes first), and
+      // still spends the key's budget.
+      let envelope: Envelope | undefined
+      let bodyError: unknown
       try {
         envelope = parseEnvelope(await readJson(req))
       } catch (error) {
-        // A request that names no valid action still spends the key's budget.
-        await chargeRequest(services.limiter, key, undefined, setHeaders)
-        throw error
+        bodyError = error
       }
-      const result = await runAction(services, key, envelope.action, envelope.params, {
-        onRateLimit: setHeaders,
-      })
+      const key = await admit(services, credentials, envelope?.action, setHeaders)
+      if (!envelope) throw bodyError
+      const result = await runAdmitted(services, key, envelope.action, envelope.params)
       sendJson(res, 200, result)
     } catch (error) {
       sendError(res, error, log)

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { Db, Queryable } from '../../persistence/db.ts'
 import { ApiError } from '../api-error.ts'
 import { displayPrefix, newApiKey, parseApiKey } from './api-key-format.ts'
-import { safeEqual, sha256Hex } from './crypto.ts'
+import { sha256Hex } from './crypto.ts'
 
 export interface ApiKeyRow {
   id: string
@@ -109,33 +109,37 @@ export async function revokeApiKey(db: Db, orgId: string, keyId: string): Promis
   return rows.length > 0
 }
 
-const KEY_QUERY = `select k.id, k.org_id, o.name as org_name, k.name, k.prefix, k.created_at, k.key_hash,
-        k.revoked_at, k.robot_user_id, u.email as robot_email
-   from api_keys k join organizations o on o.id = k.org_id join users u on u.id = k.robot_user_id
-  where k.id = $1`
-
 /**
- * Authenticates a Bearer key: malformed or bad-checksum keys are refused before any query;
- * otherwise the row must exist, match the SHA-256 and not be revoked.
+ * The statement part that finds a key by id and SHA-256, unrevoked, as CTE `k` (with the
+ * columns `keyRowOf` reads), and stamps its last use (`touch`, at most once a minute, so
+ * a busy key costs no write per request). `$id` and `$hash` are the placeholders to use.
+ * The hash is compared in SQL: it is a SHA-256 of a random secret, so comparison timing
+ * reveals nothing an attacker can steer.
  */
-export async function authenticateApiKey(db: Queryable, key: string): Promise<ApiKeyRow> {
-  const parsed = parseApiKey(key)
-  if (!parsed) throw new ApiError(401, `Malformed API key. ${INVALID_KEY_HINT}`)
-  const [row] = await db.query<{
-    id: string
-    org_id: string
-    org_name: string
-    name: string
-    prefix: string
-    created_at: Date
-    key_hash: string
-    revoked_at: Date | null
-    robot_user_id: string
-    robot_email: string
-  }>(KEY_QUERY, [parsed.keyId])
-  if (!row || !safeEqual(row.key_hash, sha256Hex(key)) || row.revoked_at) {
-    throw new ApiError(401, `Invalid or revoked API key. ${INVALID_KEY_HINT}`)
-  }
+export function keyLookupCtes(id: string, hash: string): string {
+  return `k as (
+      select k.id, k.org_id, o.name as org_name, k.name, k.prefix, k.created_at,
+             k.robot_user_id, u.email as robot_email
+        from api_keys k join organizations o on o.id = k.org_id join users u on u.id = k.robot_user_id
+       where k.id = ${id} and k.key_hash = ${hash} and k.revoked_at is null),
+    touch as (
+      update api_keys set last_used_at = now()
+       where id = (select id from k)
+         and (last_used_at is null or last_used_at < now() - interval '1 minute'))`
+}
+
+export type KeyLookupRow = {
+  id: string
+  org_id: string
+  org_name: string
+  name: string
+  prefix: string
+  created_at: Date
+  robot_user_id: string
+  robot_email: string
+}
+
+export function keyRowOf(row: KeyLookupRow): ApiKeyRow {
   return {
     id: row.id,
     orgId: row.org_id,
@@ -148,19 +152,52 @@ export async function authenticateApiKey(db: Queryable, key: string): Promise<Ap
   }
 }
 
-/**
- * Inside a write's transaction: locks the key row FOR SHARE (so a concurrent revocation
- * waits for this write) and fails the transaction if the key was revoked meanwhile. The
- * check is a SQL function that raises, so it need not be awaited before the COMMIT: the
- * whole write can go out in one round trip.
- */
-export async function holdApiKey(tx: Queryable, keyId: string): Promise<void> {
-  await tx.query('select hold_api_key($1)', [keyId])
+/** The key id of a well-formed key and its SHA-256, or the 401 of a malformed one (before any query). */
+export interface KeyCredentials {
+  keyId: string
+  hash: string
 }
 
-/** The 401 for a failure raised by hold_api_key, or undefined for any other error. */
+export function keyCredentials(key: string): KeyCredentials {
+  const parsed = parseApiKey(key)
+  if (!parsed) throw new ApiError(401, `Malformed API key. ${INVALID_KEY_HINT}`)
+  return { keyId: parsed.keyId, hash: sha256Hex(key) }
+}
+
+export const invalidKeyError = () =>
+  new ApiError(401, `Invalid or revoked API key. ${INVALID_KEY_HINT}`)
+
+const KEY_QUERY = `with ${keyLookupCtes('$1', '$2')} select * from k`
+
+/**
+ * Authenticates a Bearer key: malformed or bad-checksum keys are refused before any query;
+ * otherwise the row must exist, match the SHA-256 and not be revoked.
+ */
+export async function authenticateApiKey(db: Queryable, key: string): Promise<ApiKeyRow> {
+  return authenticateCredentials(db, keyCredentials(key))
+}
+
+export async function authenticateCredentials(
+  db: Queryable,
+  credentials: KeyCredentials,
+): Promise<ApiKeyRow> {
+  const [row] = await db.query<KeyLookupRow>(KEY_QUERY, [credentials.keyId, credentials.hash])
+  if (!row) throw invalidKeyError()
+  return keyRowOf(row)
+}
+
+/** Whether a key no longer authenticates (revoked or gone): asked only when a write failed. */
+export async function keyRevoked(db: Queryable, keyId: string): Promise<boolean> {
+  const rows = await db.query('select 1 from api_keys where id = $1 and revoked_at is null', [
+    keyId,
+  ])
+  return rows.length === 0
+}
+
+/**
+ * The 401 for a write refused because its key was revoked while it ran (errcode CB401,
+ * raised by record_writes), or undefined for any other error.
+ */
 export function revokedKeyError(error: unknown): ApiError | undefined {
-  return (error as { code?: string } | null)?.code === 'CB401'
-    ? new ApiError(401, `Invalid or revoked API key. ${INVALID_KEY_HINT}`)
-    : undefined
+  return (error as { code?: string } | null)?.code === 'CB401' ? invalidKeyError() : undefined
 }

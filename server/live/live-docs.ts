@@ -11,10 +11,11 @@ import {
 import * as Y from 'yjs'
 import type { Db, Queryable } from '../../persistence/db.ts'
 import { BoardView } from '../actions/board-view.ts'
-import { holdApiKey, revokedKeyError } from '../auth/api-keys.ts'
+import { ApiError } from '../api-error.ts'
+import { invalidKeyError, keyRevoked, revokedKeyError } from '../auth/api-keys.ts'
 import type { Logger } from '../http/json.ts'
 import { BoardGuard, GUARD_ORIGIN, type GuardReport } from './board-guard.ts'
-import { appendUpdate, compact, loadInto } from './doc-store.ts'
+import { compact, loadInto } from './doc-store.ts'
 import { MapGuard } from './map-guard.ts'
 import { Mutex } from './mutex.ts'
 import type {
@@ -24,6 +25,7 @@ import type {
   ServerTransactionOrigin,
   WriteOrigin,
 } from './origin.ts'
+import { type Recorded, recordsNothing, recordWrites, type WriteRecord } from './write-record.ts'
 
 /** What a live connection carries once authenticated. */
 export interface ConnectionContext {
@@ -74,8 +76,32 @@ interface Entry {
   committed: Promise<boolean>
   /** Bumped by each shadow rebuild: writes staged on an older shadow cannot commit. */
   generation: number
+  /** The batch that writes computed now join (group commit); undefined once it is sent. */
+  batch: Batch | undefined
   refs: number
   idleTimer: NodeJS.Timeout | undefined
+}
+
+/** Writes stored together by their first one's transaction (see runWrite). */
+interface Batch {
+  records: WriteRecord[]
+  /** The opener's record statement, issued once the earlier writes committed. */
+  recorded: Promise<Recorded> | undefined
+  /** How many records were stored, once the opener's transaction committed. */
+  stored: Promise<number>
+  settle(stored: number): void
+  fail(error: unknown): void
+}
+
+function newBatch(first: WriteRecord): Batch {
+  let settle!: (stored: number) => void
+  let fail!: (error: unknown) => void
+  const stored = new Promise<number>((resolve, reject) => {
+    settle = resolve
+    fail = reject
+  })
+  stored.catch(() => {})
+  return { records: [first], recorded: undefined, stored, settle, fail }
 }
 
 /** People's edits waiting to be appended: their bytes, and what they changed (per editor). */
@@ -199,12 +225,21 @@ export class LiveDocs {
   }
 
   /**
-   * The document's mutex is held while the write is computed on the shadow and its
-   * statements are sent, and released before its COMMIT is awaited, so the next write's
-   * computing overlaps this one's commit. Ordering and atomicity still hold: a write sends
-   * its COMMIT only after every earlier write committed (`entry.committed`), and if an
-   * earlier one failed, every write computed on top of it fails too and the shadow is
-   * rebuilt from the live document, which only ever holds committed bytes.
+   * The document's mutex is held while the write is computed on the shadow, and released
+   * before it is stored, so the next write's computing overlaps this one's commit.
+   * Ordering and atomicity still hold: a write is stored only after every earlier write
+   * committed (`entry.committed`), and if an earlier one failed, every write computed on
+   * top of it fails too and the shadow is rebuilt from the live document, which only ever
+   * holds committed bytes.
+   *
+   * Group commit: a write that issued no statements of its own only has its record to
+   * store (write-record.ts). The first such write opens a batch and waits for the earlier
+   * writes; the ones computed meanwhile join the batch, and its opener stores them all in
+   * one statement and one commit. They succeed or fail together, except that a write made
+   * with a key revoked meanwhile is refused with every write after it (each was computed
+   * on top of it), while the ones before it are stored. A write that did query (a claim
+   * check, say) stores its record in its own transaction, with its COMMIT, and closes the
+   * open batch: nothing computed after it may be stored before it.
    */
   private async runWrite<T>(
     entry: Entry,
@@ -239,14 +274,28 @@ export class LiveDocs {
       if (o === marker) updates.push(update)
     }
     shadow.on('update', collect)
+    const earlierCommitted = async () => {
+      if (!(await previous)) {
+        throw new Error(
+          `an earlier write to ${entry.name} failed to commit; this one was built on it`,
+        )
+      }
+    }
+    const target = { docName: entry.name, orgId: origin.orgId }
     let merged: Uint8Array | undefined
+    /** This write's place in a batch (it opened it when its index is 0). */
+    let member: { batch: Batch; index: number } | undefined
     try {
       const result = await this.db.transaction(async (tx) => {
-        // Not awaited: pipelined with BEGIN; if it raises, the COMMIT fails with it.
-        if (origin.type === 'agent') void holdApiKey(tx, origin.keyId).catch(() => {})
+        let queried = false
         const scope: WriteScope = {
           doc: shadow,
-          tx,
+          tx: {
+            query: (text, params) => {
+              queried = true
+              return tx.query(text, params)
+            },
+          },
           origin,
           now: new Date().toISOString(),
           changed: (kind, entityId) => {
@@ -267,28 +316,74 @@ export class LiveDocs {
           },
         }
         const value = await fn(scope)
+        shadow.off('update', collect)
         merged =
           updates.length === 0
             ? undefined
             : updates.length === 1
               ? updates[0]
               : Y.mergeUpdates(updates)
-        // Not awaited: these go out together with the COMMIT (a failure surfaces from the
-        // commit: TrackedTx.settle). They issue their statements at once.
-        if (merged) appendUpdate(tx, entry.name, merged).catch(() => {})
-        if (changes.length > 0) recordChanges(tx, origin.orgId, changes).catch(() => {})
-        // Awaited: a sink may wait on a query before issuing its inserts, and those must
-        // reach the transaction before the COMMIT does.
-        if (events.length > 0 && this.eventSink) await this.eventSink(tx, origin, events)
-        shadow.off('update', collect)
-        unlock()
-        if (!(await previous)) {
-          throw new Error(
-            `an earlier write to ${entry.name} failed to commit; this one was built on it`,
-          )
+        const sink = events.length > 0 ? this.eventSink : undefined
+        const staged = sink?.stage(origin, events)
+        const record: WriteRecord = {
+          update: merged,
+          keyId: origin.type === 'agent' ? origin.keyId : undefined,
+          changes,
+          events: staged,
         }
+        if (queried || (sink && !staged)) {
+          entry.batch = undefined
+          unlock()
+          await earlierCommitted()
+          if (sink && !staged) await sink.store(tx, origin, events)
+          // Not awaited: it leaves in one write with the COMMIT, and a failure (CB401 for
+          // a revoked key) surfaces from the commit (TrackedTx.settle).
+          void recordWrites(tx, { ...target, allOrNothing: true }, [record])
+            .then((r) => this.eventSink?.stored(r.deliveryIds))
+            .catch(() => {})
+          return value
+        }
+        if (recordsNothing(record)) {
+          unlock()
+          await earlierCommitted()
+          return value
+        }
+        const open = entry.batch
+        if (open) {
+          member = { batch: open, index: open.records.length }
+          open.records.push(record)
+          unlock()
+          return value
+        }
+        const batch = newBatch(record)
+        entry.batch = batch
+        member = { batch, index: 0 }
+        unlock()
+        try {
+          await earlierCommitted()
+        } finally {
+          if (entry.batch === batch) entry.batch = undefined
+        }
+        // Not awaited: it leaves in one write with the COMMIT (BEGIN, this, COMMIT).
+        batch.recorded = recordWrites(tx, { ...target, allOrNothing: false }, batch.records)
+        batch.recorded.catch(() => {})
         return value
       })
+      if (member) {
+        const { batch, index } = member
+        if (index === 0) {
+          // The opener's transaction committed (or threw, below): tell the members.
+          const recorded = await batch.recorded
+          if (!recorded) throw new Error('a batch was committed without its records')
+          batch.settle(recorded.stored)
+          this.eventSink?.stored(recorded.deliveryIds)
+        }
+        const stored = await batch.stored
+        if (index === stored) throw invalidKeyError()
+        if (index > stored) {
+          throw new Error(`an earlier write to ${entry.name} was refused; this one was built on it`)
+        }
+      }
       if (merged) {
         Y.applyUpdate(entry.live, merged, marker)
         this.countAppend(entry.name)
@@ -299,6 +394,7 @@ export class LiveDocs {
     } catch (error) {
       shadow.off('update', collect)
       unlock()
+      if (member?.index === 0) member.batch.fail(error)
       if (updates.length === 0) {
         // Nothing of this write is in the shadow: later writes depend only on earlier ones.
         void previous.then(settle)
@@ -306,16 +402,29 @@ export class LiveDocs {
         settle(false)
         // The first failure of a shadow generation rebuilds it from the live document (under
         // the mutex, so no write is being computed); writes computed on the failed shadow
-        // fail through `committed` and find the generation already moved on.
+        // fail through `committed` (or their batch) and find the generation moved on.
         await entry.mutex.run(async () => {
           if (entry.generation !== generation) return
           this.rebuildShadow(entry)
           entry.generation += 1
           entry.committed = Promise.resolve(true)
+          entry.batch = undefined
         })
       }
-      throw revokedKeyError(error) ?? error
+      throw (await this.refusedKey(origin, error)) ?? error
     }
+  }
+
+  /**
+   * The 401 of a failed agent write whose key is revoked: a write refused for its key, or
+   * one that failed because an earlier write failed while its own key was revoked too.
+   */
+  private async refusedKey(origin: WriteOrigin, error: unknown): Promise<ApiError | undefined> {
+    const refused = revokedKeyError(error)
+    if (refused || error instanceof ApiError || origin.type !== 'agent') return refused
+    return (await keyRevoked(this.db, origin.keyId).catch(() => false))
+      ? invalidKeyError()
+      : undefined
   }
 
   private rebuildShadow(entry: Entry): void {
@@ -362,6 +471,7 @@ export class LiveDocs {
       mutex: new Mutex(),
       committed: Promise.resolve(true),
       generation: 0,
+      batch: undefined,
       refs: 0,
       idleTimer: undefined,
     }
@@ -493,19 +603,31 @@ export class LiveDocs {
     // One transaction: the edits' bytes, their change rows and their events commit together.
     p.flushing = this.db
       .transaction(async (tx) => {
-        if (merged) appendUpdate(tx, docName, merged).catch(() => {})
         const maps = new Map<
           string,
           { orgId: string; created: { id: string; kind: 'node' | 'edge' }[] }
         >()
+        // The edits' bytes, then each editor's change rows and events: one statement.
+        const records: WriteRecord[] = [
+          { update: merged, keyId: undefined, changes: [], events: undefined },
+        ]
         for (const r of reports) {
           if (r.map) {
             const m = maps.get(r.map.mapId) ?? { orgId: r.origin.orgId, created: [] }
             m.created.push(...r.map.created)
             maps.set(r.map.mapId, m)
           }
-          if (r.changes.length > 0) recordChanges(tx, r.origin.orgId, r.changes).catch(() => {})
-          if (r.events.length > 0 && this.eventSink) await this.eventSink(tx, r.origin, r.events)
+          const sink = r.events.length > 0 ? this.eventSink : undefined
+          const staged = sink?.stage(r.origin, r.events)
+          if (sink && !staged) await sink.store(tx, r.origin, r.events)
+          records.push({ update: undefined, keyId: undefined, changes: r.changes, events: staged })
+        }
+        const target = { docName, orgId: docName.slice(0, 36), allOrNothing: true }
+        const stored = records.filter((r) => !recordsNothing(r))
+        if (stored.length > 0) {
+          recordWrites(tx, target, stored)
+            .then((r) => this.eventSink?.stored(r.deliveryIds))
+            .catch(() => {})
         }
         for (const [mapId, m] of maps) {
           tx.query('update maps set updated_at = now() where id = $1 and org_id = $2', [
@@ -590,23 +712,6 @@ export class LiveDocs {
     // Lets extensions release what they hold (the Redis extension's connections).
     await this.hocuspocus.hooks('onDestroy', { instance: this.hocuspocus })
   }
-}
-
-async function recordChanges(
-  tx: Queryable,
-  orgId: string,
-  changes: { kind: ChangeKind; entityId: string }[],
-): Promise<void> {
-  const values: string[] = []
-  const params: unknown[] = [orgId]
-  for (const c of changes) {
-    params.push(c.kind, c.entityId)
-    values.push(`($1, $${params.length - 1}, $${params.length})`)
-  }
-  await tx.query(
-    `insert into changes (org_id, kind, entity_id) values ${values.join(', ')}`,
-    params,
-  )
 }
 
 /** Fills a guard's events with the records webhooks carry, as the agent path does. */

@@ -39,9 +39,30 @@ export interface DomainEvent {
   data: Record<string, unknown>
 }
 
-/** Stores a write's events inside its transaction; the webhooks module provides it. */
-export type EventSink = (
-  tx: import('../../persistence/db.ts').Queryable,
-  origin: WriteOrigin,
-  events: readonly DomainEvent[],
-) => Promise<void>
+/**
+ * A write's events ready to travel as parameters of its record statement (record_write):
+ * one id, type and exact payload per event.
+ */
+export interface StagedEvents {
+  ids: string[]
+  types: string[]
+  payloads: string[]
+  createdAt: Date
+}
+
+/** Stores writes' events in the outbox, inside their transaction; the webhooks module provides it. */
+export interface EventSink {
+  /**
+   * The events as parameters for the write's one record statement, or undefined when they
+   * are too many to ship whole (most organisations subscribe to nothing): then `store`.
+   */
+  stage(origin: WriteOrigin, events: readonly DomainEvent[]): StagedEvents | undefined
+  /** Stores the events with statements of their own on `tx`, settled before it resolves. */
+  store(
+    tx: import('../../persistence/db.ts').Queryable,
+    origin: WriteOrigin,
+    events: readonly DomainEvent[],
+  ): Promise<void>
+  /** Told the ids of deliveries a record statement queued (once they committed). */
+  stored(deliveryIds: readonly string[]): void
+}

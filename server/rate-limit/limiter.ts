@@ -32,20 +32,48 @@ interface BucketResult {
 /**
  * One bucket's sliding log, read, trimmed to the window and (when there is room) appended
  * to in a single upsert. The row lock makes concurrent requests on any connection or
- * process take turns, so the count is exact.
+ * process take turns, so the count is exact. The arguments are SQL expressions (usually
+ * placeholders); with `from`, the row is inserted only for each row of that relation, so
+ * a statement can charge a bucket only when an earlier part of it found something (an
+ * authenticated key).
  */
-const CHARGE = `
-  insert into rate_limits as r (bucket, hits, allowed) values ($1, array[$2::bigint], true)
-  on conflict (bucket) do update set
-    allowed = cardinality(array(select h from unnest(r.hits) as h where h > $2::bigint - $4::bigint)) < $3::int,
-    hits = array(select h from unnest(r.hits) as h where h > $2::bigint - $4::bigint order by h)
-      || case
-           when cardinality(array(select h from unnest(r.hits) as h where h > $2::bigint - $4::bigint)) < $3::int
-           then array[$2::bigint]
-           else array[]::bigint[]
-         end
-  returning allowed, cardinality(hits) as count, hits[1] as oldest,
-            hits[greatest(1, cardinality(hits) - $3::int + 1)] as pivot`
+export function chargeSql(a: {
+  bucket: string
+  now: string
+  quota: string
+  window: string
+  from?: string
+}): string {
+  const kept = `array(select h from unnest(r.hits) as h where h > ${a.now}::bigint - ${a.window}::bigint order by h)`
+  const fits = `cardinality(${kept}) < ${a.quota}::int`
+  const row = `${a.bucket}, array[${a.now}::bigint], true`
+  return `insert into rate_limits as r (bucket, hits, allowed)
+    ${a.from ? `select ${row} from ${a.from}` : `values (${row})`}
+    on conflict (bucket) do update set
+      allowed = ${fits},
+      hits = ${kept} || case when ${fits} then array[${a.now}::bigint] else array[]::bigint[] end
+    returning allowed, cardinality(hits) as count, hits[1] as oldest,
+              hits[greatest(1, cardinality(hits) - ${a.quota}::int + 1)] as pivot`
+}
+
+const CHARGE = chargeSql({ bucket: '$1', now: '$2', quota: '$3', window: '$4' })
+
+/** A bucket's row as the charge upsert returns it. */
+export type BucketRow = {
+  allowed: boolean
+  count: number
+  oldest: number | null
+  pivot: number | null
+}
+
+function bucketResult(row: BucketRow): BucketResult {
+  return {
+    allowed: row.allowed,
+    count: Number(row.count),
+    oldest: row.oldest === null ? null : Number(row.oldest),
+    pivot: row.pivot === null ? null : Number(row.pivot),
+  }
+}
 
 async function chargeBucket(
   q: Queryable,
@@ -53,19 +81,9 @@ async function chargeBucket(
   now: number,
   quota: number,
 ): Promise<BucketResult> {
-  const [row] = await q.query<{
-    allowed: boolean
-    count: number
-    oldest: number | null
-    pivot: number | null
-  }>(CHARGE, [bucket, now, quota, RATE_WINDOW_MS])
+  const [row] = await q.query<BucketRow>(CHARGE, [bucket, now, quota, RATE_WINDOW_MS])
   if (!row) throw new Error(`rate bucket ${bucket} returned no row`)
-  return {
-    allowed: row.allowed,
-    count: Number(row.count),
-    oldest: row.oldest === null ? null : Number(row.oldest),
-    pivot: row.pivot === null ? null : Number(row.pivot),
-  }
+  return bucketResult(row)
 }
 
 /** Thrown inside the two-budget transaction to undo a request that one budget refused. */
@@ -115,20 +133,53 @@ export class RateLimiter {
         undone = true
       }
     }
-    const states = budgets.map((budget, i) => {
-      const r = results[i] as BucketResult
-      const count = undone && r.allowed ? r.count - 1 : r.count
-      return {
-        budget,
-        remaining: Math.max(0, budget.quota - count),
-        resetSeconds: count > 0 && r.oldest !== null ? seconds(r.oldest + RATE_WINDOW_MS - now) : 0,
-        exceeded: !r.allowed,
-        retryAfterSeconds:
-          !r.allowed && r.pivot !== null ? Math.max(1, seconds(r.pivot + RATE_WINDOW_MS - now)) : 0,
-      }
-    })
-    return { allowed: states.every((s) => !s.exceeded), states }
+    return outcomeOf(budgets, results, now, undone)
   }
+
+  /**
+   * The per-key charge for a statement that authenticates the key itself: the upsert to
+   * embed (it charges `'key:' || <keyId>` for each row of `from`), the parameters it
+   * expects after the caller's own, and how to read its returned row. Single-budget
+   * requests only (`budgetsOf(...).length === 1`): two budgets need a transaction.
+   */
+  perKeyCharge(a: { keyId: string; from: string; firstParam: number }) {
+    const now = Math.floor(this.clock.now())
+    const p = (i: number) => `$${a.firstParam + i}`
+    const budget = this.budgets.perKey
+    return {
+      sql: chargeSql({
+        bucket: `'key:' || ${a.keyId}`,
+        now: p(0),
+        quota: p(1),
+        window: p(2),
+        from: a.from,
+      }),
+      params: [now, budget.quota, RATE_WINDOW_MS],
+      outcome: (row: BucketRow) => outcomeOf([budget], [bucketResult(row)], now, false),
+    }
+  }
+}
+
+/** Where each budget stands after its bucket's upsert (`undone`: the request was refused and rolled back). */
+function outcomeOf(
+  budgets: readonly Budget[],
+  results: readonly BucketResult[],
+  now: number,
+  undone: boolean,
+): RateOutcome {
+  const states = budgets.map((budget, i) => {
+    const r = results[i] as BucketResult
+    const count = undone && r.allowed ? r.count - 1 : r.count
+    return {
+      budget,
+      remaining: Math.max(0, budget.quota - count),
+      resetSeconds: count > 0 && r.oldest !== null ? seconds(r.oldest + RATE_WINDOW_MS - now) : 0,
+      exceeded: !r.allowed,
+      retryAfterSeconds:
+        !r.allowed && r.pivot !== null ? Math.max(1, seconds(r.pivot + RATE_WINDOW_MS - now)) : 0,
+    }
+  })
+  return { allowed: states.every((s) => !s.exceeded), states }
 }
 
 const WINDOW_SECONDS = RATE_WINDOW_MS / 1000
@@ -175,7 +226,14 @@ export async function chargeRequest(
   onHeaders?: (headers: Record<string, string>) => void,
 ): Promise<void> {
   if (!limiter) return
-  const outcome = await limiter.charge(key, action)
+  enforce(await limiter.charge(key, action), onHeaders)
+}
+
+/** Hands an outcome's headers to `onHeaders` and throws the 429 if it was refused. */
+export function enforce(
+  outcome: RateOutcome,
+  onHeaders?: (headers: Record<string, string>) => void,
+): void {
   onHeaders?.(rateLimitHeaders(outcome))
   if (!outcome.allowed) throw rateLimitedError(outcome)
 }

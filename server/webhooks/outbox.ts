@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { Queryable } from '../../persistence/db.ts'
 import { holderLabel } from '../../shared/labels.ts'
 import type { WebhookActor } from '../../shared/schemas/webhooks.ts'
-import type { DomainEvent, EventSink, WriteOrigin } from '../live/origin.ts'
+import type { DomainEvent, EventSink, StagedEvents, WriteOrigin } from '../live/origin.ts'
 import type { Clock } from './timing.ts'
 
 /** Rows per INSERT: far below Postgres's 65,535 parameters even for a column of cards. */
@@ -73,21 +73,21 @@ async function insertChunked(
   }
 }
 
-/** Up to this many events a write's outbox rows go out in one statement it need not wait for. */
-const PIPELINED_EVENTS = 50
+/** Up to this many events travel whole as parameters of the write's record statement. */
+const STAGED_EVENTS = 50
 
 /**
- * The transactional outbox: called inside the write's transaction, it stores each event
- * once (its exact payload) and one delivery per enabled endpoint subscribed to its type.
- * The rows commit with the change or not at all. `enqueued` receives the new delivery ids
- * (to wake this process's worker); it runs before the commit, so it must not assume the
- * rows are visible yet.
+ * The transactional outbox: inside a write's transaction, each event is stored once (its
+ * exact payload) with one delivery per enabled endpoint subscribed to its type. The rows
+ * commit with the change or not at all. `enqueued` receives the new delivery ids (to wake
+ * this process's worker); it runs before the commit, so it must not assume the rows are
+ * visible yet.
  *
- * A write with a few events (create_task, move_task, add_comment) costs no round trip of
- * its own: one statement both finds the subscribed endpoints and inserts the rows, and it
- * is not awaited, so it travels with the COMMIT (a failure fails the commit). A write with
- * many (delete_column moving a column of cards) first asks which endpoints subscribe, so
- * an organisation without webhooks never ships a payload per card.
+ * A write with a few events (create_task, move_task, add_comment) ships them as
+ * parameters of its one record statement, which both finds the subscribed endpoints and
+ * inserts the rows (record_write): no round trip of their own. A write with many
+ * (delete_column moving a column of cards) first asks which endpoints subscribe, so an
+ * organisation without webhooks never ships a payload per card.
  */
 export function outboxSink(options: {
   clock: Clock
@@ -109,39 +109,25 @@ export function outboxSink(options: {
     })
   }
 
-  const pipelined = (tx: Queryable, origin: WriteOrigin, events: readonly DomainEvent[]) => {
+  const stage = (origin: WriteOrigin, events: readonly DomainEvent[]) => {
+    if (events.length > STAGED_EVENTS) return undefined
     const createdAt = new Date(options.clock.now())
-    const params: unknown[] = [origin.orgId, createdAt]
-    const values = payloads(origin, events, createdAt).map((e) => {
-      params.push(e.id, e.type, e.payload)
-      const n = params.length
-      return `($${n - 2}::uuid, $${n - 1}::text, $${n}::text)`
-    })
-    tx.query<{ id: string }>(
-      `with hooks as (
-         select id, events from webhooks where org_id = $1 and enabled
-       ), input (id, type, payload) as (
-         values ${values.join(', ')}
-       ), stored as (
-         insert into webhook_events (id, org_id, type, payload, created_at)
-         select i.id, $1, i.type, i.payload, $2 from input i
-         where exists (select 1 from hooks h where i.type = any (h.events))
-         returning id, type
-       )
-       insert into webhook_deliveries (id, webhook_id, event_id, org_id, next_attempt_at, created_at)
-       select gen_random_uuid(), h.id, s.id, $1, $2, $2
-       from stored s join hooks h on s.type = any (h.events)
-       returning id`,
-      params,
-    )
-      .then((rows) => {
-        if (rows.length > 0) options.enqueued(rows.map((r) => r.id))
-      })
-      // Surfaces from the COMMIT, which fails with it (the transaction settles every statement).
-      .catch(() => {})
+    const staged: StagedEvents = {
+      ids: [],
+      types: [],
+      payloads: [],
+      createdAt,
+    }
+    for (const e of payloads(origin, events, createdAt)) {
+      staged.ids.push(e.id)
+      staged.types.push(e.type)
+      staged.payloads.push(e.payload)
+    }
+    return staged
   }
 
-  const stepwise = async (tx: Queryable, origin: WriteOrigin, events: readonly DomainEvent[]) => {
+  const store = async (tx: Queryable, origin: WriteOrigin, events: readonly DomainEvent[]) => {
+    if (events.length === 0) return
     const hooks = await tx.query<{ id: string; events: string[] }>(
       'select id, events from webhooks where org_id = $1 and enabled',
       [origin.orgId],
@@ -172,9 +158,9 @@ export function outboxSink(options: {
     options.enqueued(deliveryRows.map((r) => r[0] as string))
   }
 
-  return async (tx: Queryable, origin: WriteOrigin, events: readonly DomainEvent[]) => {
-    if (events.length === 0) return
-    if (events.length <= PIPELINED_EVENTS) pipelined(tx, origin, events)
-    else await stepwise(tx, origin, events)
+  const stored = (ids: readonly string[]) => {
+    if (ids.length > 0) options.enqueued(ids)
   }
+
+  return { stage, store, stored }
 }

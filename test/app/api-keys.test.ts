@@ -65,6 +65,25 @@ describe.each(STORAGES)('API keys (%s)', (kind) => {
     expect(who.board).toMatchObject({ columns: expect.any(Number), tasks: expect.any(Number) })
   })
 
+  test('the key list shows when a key was last used: never until its first request, then to the minute', async () => {
+    const created = await owner.request('POST', `/api/app/orgs/${owner.orgId}/api-keys`, {
+      name: 'sometimes used',
+    })
+    const listed = async () =>
+      (await owner.request('GET', `/api/app/orgs/${owner.orgId}/api-keys`)).body.apiKeys.find(
+        (k: { id: string }) => k.id === created.body.apiKey.id,
+      ).lastUsedAt as string | null
+    expect(await listed()).toBeNull()
+    const before = Date.now()
+    await new Agent(server.url, created.body.key).ok('whoami')
+    const first = await listed()
+    expect(first).not.toBeNull()
+    expect(Date.parse(first as string)).toBeGreaterThanOrEqual(before - 1000)
+    // Within the minute, a further request does not write the key row again.
+    await new Agent(server.url, created.body.key).ok('list_columns')
+    expect(await listed()).toBe(first)
+  })
+
   test('a revoked key disappears from the list and answers 401 at once; revoking it again is a 404', async () => {
     const created = await owner.request('POST', `/api/app/orgs/${owner.orgId}/api-keys`, {
       name: 'doomed',

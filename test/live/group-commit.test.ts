@@ -1,0 +1,203 @@
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { recordWrites, type WriteRecord } from '../../server/live/write-record.ts'
+import { boardDocName } from '../../shared/board-doc.ts'
+import { Agent, Person } from '../support/client.ts'
+import { startServer, type TestServer } from '../support/server.ts'
+import { STORAGES } from '../support/storage.ts'
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+async function keyWithId(owner: Person, name: string) {
+  const res = await owner.request('POST', `/api/app/orgs/${owner.orgId}/api-keys`, { name })
+  if (res.status !== 201) throw new Error(`key creation failed: ${res.status}`)
+  return { id: res.body.apiKey.id as string, agent: new Agent(owner.url, res.body.key) }
+}
+
+const revoke = (owner: Person, keyId: string) =>
+  owner.request('DELETE', `/api/app/orgs/${owner.orgId}/api-keys/${keyId}`)
+
+/**
+ * The statement that stores what live writes record (persistence/migrations/007): every
+ * storage must take writes in order up to the first whose key is revoked.
+ */
+describe.each(STORAGES)('record_writes stores writes in order up to a revoked key (%s)', (kind) => {
+  let server: TestServer
+  let owner: Person
+
+  beforeAll(async () => {
+    server = await startServer(kind)
+    owner = new Person(server.url)
+    await owner.signUp()
+  })
+  afterAll(() => server.close())
+
+  const record = (keyId: string, entityId: string, event?: string): WriteRecord => ({
+    update: new Uint8Array([1, 2, 3]),
+    keyId,
+    changes: [{ kind: 'task', entityId }],
+    events: event
+      ? {
+          ids: [event],
+          types: ['card.created'],
+          payloads: [JSON.stringify({ id: event })],
+          createdAt: new Date(),
+        }
+      : undefined,
+  })
+  const ids = () => Array.from({ length: 4 }, () => crypto.randomUUID())
+
+  test('writes before the first revoked key are stored with their rows; it and every later one are not', async () => {
+    const good = await keyWithId(owner, 'good')
+    const bad = await keyWithId(owner, 'bad')
+    await revoke(owner, bad.id)
+    const hook = await owner.request('POST', `/api/app/orgs/${owner.orgId}/webhooks`, {
+      url: 'https://hooks.example.com/in',
+      events: ['card.created'],
+    })
+    expect(hook.status).toBe(201)
+    const docName = `${owner.orgId}/board-contract-${kind}`
+    const tasks = ids()
+    const events = ids()
+    const recorded = await recordWrites(
+      server.storage.db,
+      { docName, orgId: owner.orgId, allOrNothing: false },
+      [
+        record(good.id, tasks[0] as string, events[0]),
+        record(good.id, tasks[1] as string, events[1]),
+        record(bad.id, tasks[2] as string, events[2]),
+        record(good.id, tasks[3] as string, events[3]),
+      ],
+    )
+    expect(recorded.stored).toBe(2)
+    expect(recorded.deliveryIds).toHaveLength(2)
+    const updates = await server.storage.db.query(
+      'select id from doc_updates where doc_name = $1',
+      [docName],
+    )
+    expect(updates).toHaveLength(2)
+    const changed = await server.storage.db.query<{ entity_id: string }>(
+      'select entity_id from changes where entity_id = any($1::uuid[]) order by id',
+      [tasks],
+    )
+    expect(changed.map((r) => r.entity_id)).toEqual(tasks.slice(0, 2))
+    const stored = await server.storage.db.query<{ id: string }>(
+      'select id from webhook_events where id = any($1::uuid[])',
+      [events],
+    )
+    expect(stored.map((r) => r.id).sort()).toEqual(events.slice(0, 2).sort())
+  })
+
+  test('all or nothing: a revoked key raises CB401 and its transaction stores nothing', async () => {
+    const good = await keyWithId(owner, 'good')
+    const bad = await keyWithId(owner, 'bad')
+    await revoke(owner, bad.id)
+    const docName = `${owner.orgId}/board-strict-${kind}`
+    const tasks = ids()
+    const attempt = server.storage.db.transaction((tx) =>
+      recordWrites(tx, { docName, orgId: owner.orgId, allOrNothing: true }, [
+        record(good.id, tasks[0] as string),
+        record(bad.id, tasks[1] as string),
+      ]),
+    )
+    await expect(attempt).rejects.toMatchObject({ code: 'CB401' })
+    expect(
+      await server.storage.db.query('select id from doc_updates where doc_name = $1', [docName]),
+    ).toEqual([])
+    expect(
+      await server.storage.db.query('select id from changes where entity_id = any($1::uuid[])', [
+        tasks,
+      ]),
+    ).toEqual([])
+  })
+})
+
+/**
+ * Group commit on Postgres: while one write commits, the writes computed meanwhile wait in
+ * a batch that is stored in one statement and one transaction once it has committed.
+ */
+describe('writes computed while an earlier one commits are stored together (postgres)', () => {
+  let server: TestServer
+  let owner: Person
+
+  beforeAll(async () => {
+    server = await startServer('postgres', { rateLimitPerKey: 100_000 })
+    // A card titled SLOW takes 400 ms to commit: the writes sent meanwhile pile up behind it.
+    await server.storage.db.query(`
+      create function slow_commit() returns trigger language plpgsql as $$
+      begin
+        if position('SLOW'::bytea in new.data) > 0 then
+          perform pg_sleep(0.4);
+        end if;
+        return new;
+      end $$`)
+    await server.storage.db.query(
+      'create trigger slow_commit before insert on doc_updates for each row execute function slow_commit()',
+    )
+    owner = new Person(server.url)
+    await owner.signUp()
+  })
+  afterAll(() => server.close())
+
+  test('one transaction stores the batch, in the order the writes were computed, and each answered 200', async () => {
+    const { agent } = await keyWithId(owner, 'writer')
+    const columnId = (await agent.ok('list_columns')).columns[0].id
+    const slow = agent.call('create_task', { columnId, title: 'SLOW first' })
+    await sleep(100)
+    const titles = Array.from({ length: 8 }, (_, i) => `batched ${i}`)
+    const batched: Promise<{ status: number }>[] = []
+    for (const title of titles) {
+      batched.push(agent.call('create_task', { columnId, title }))
+      await sleep(10)
+    }
+    expect((await slow).status).toBe(200)
+    for (const r of await Promise.all(batched)) expect(r.status).toBe(200)
+
+    // Rows of one transaction share its xmin; the batch's rows follow the SLOW one in order.
+    const rows = await server.storage.db.query<{ tx: string; data: Uint8Array }>(
+      'select xmin::text as tx, data from doc_updates where doc_name = $1 order by id',
+      [boardDocName(owner.orgId)],
+    )
+    const text = (d: Uint8Array) => Buffer.from(d).toString('latin1')
+    const slowAt = rows.findIndex((r) => text(r.data).includes('SLOW first'))
+    const after = rows.slice(slowAt + 1)
+    expect(after.map((r) => titles.findIndex((t) => text(r.data).includes(t)))).toEqual(
+      titles.map((_, i) => i),
+    )
+    const transactions = new Set(after.map((r) => r.tx))
+    expect(transactions.size).toBeLessThan(titles.length)
+    expect(transactions.has(rows[slowAt]?.tx as string)).toBe(false)
+    const board = await agent.ok('get_board')
+    expect(board.tasks.map((t: { title: string }) => t.title)).toEqual(
+      expect.arrayContaining(['SLOW first', ...titles]),
+    )
+  })
+
+  test('a key revoked while its write waits in a batch: the writes before it are stored, it answers 401, the ones built on it are refused', async () => {
+    const a = await keyWithId(owner, 'stays')
+    const b = await keyWithId(owner, 'revoked')
+    const columnId = (await a.agent.ok('list_columns')).columns[0].id
+    const slow = a.agent.call('create_task', { columnId, title: 'SLOW again' })
+    await sleep(100)
+    const first = a.agent.call('create_task', { columnId, title: 'before the revoked one' })
+    await sleep(20)
+    const revokedWrite = b.agent.call('create_task', { columnId, title: 'by the revoked key' })
+    await sleep(20)
+    const builtOn = a.agent.call('create_task', { columnId, title: 'built on it' })
+    await sleep(20)
+    // The batch is still waiting for the SLOW write: nothing holds key b yet.
+    expect((await revoke(owner, b.id)).status).toBe(204)
+
+    expect((await slow).status).toBe(200)
+    expect((await first).status).toBe(200)
+    expect((await revokedWrite).status).toBe(401)
+    expect((await builtOn).status).toBe(500)
+    const titles = async () =>
+      ((await a.agent.ok('get_board')).tasks as { title: string }[]).map((t) => t.title)
+    expect(await titles()).toEqual(expect.arrayContaining(['SLOW again', 'before the revoked one']))
+    expect(await titles()).not.toContain('by the revoked key')
+    expect(await titles()).not.toContain('built on it')
+    // The document moved on from the committed state: the same write now goes through.
+    expect((await a.agent.call('create_task', { columnId, title: 'retried' })).status).toBe(200)
+    expect(await titles()).toContain('retried')
+  })
+})
