@@ -15,6 +15,7 @@ import { ApiError } from '../api-error.ts'
 import { invalidKeyError, keyRevoked, revokedKeyError } from '../auth/api-keys.ts'
 import type { Logger } from '../http/json.ts'
 import { BoardGuard, GUARD_ORIGIN, type GuardReport } from './board-guard.ts'
+import { Compactor } from './compactor.ts'
 import { compact, loadInto } from './doc-store.ts'
 import { MapGuard } from './map-guard.ts'
 import { Mutex } from './mutex.ts'
@@ -121,6 +122,12 @@ interface PendingPeople {
 const DOC_NAME = /^[0-9a-f-]{36}\/(board|maps\/[0-9a-f-]{36})$/
 /** Appended rows after which a document is compacted: each compaction replays the whole document, so amortise it. */
 const COMPACT_AFTER = 1000
+/**
+ * ...and once their bytes reach this share of the last snapshot: a compaction costs the
+ * whole document, so a bigger document compacts less often (amortised, each appended byte
+ * is replayed a bounded number of times).
+ */
+const COMPACT_GROWTH = 1
 /** Rows at load time above which a document is compacted: loading many small rows is slow. */
 const COMPACT_ON_LOAD = 100
 /** People's updates are appended in batches this often. */
@@ -144,8 +151,10 @@ export class LiveDocs {
   readonly hocuspocus: Hocuspocus<ConnectionContext>
   private readonly entries = new Map<string, Promise<Entry>>()
   private readonly pending = new Map<string, PendingPeople>()
-  private readonly appended = new Map<string, number>()
+  /** Per document: rows and bytes appended since the last compaction, and its snapshot's size. */
+  private readonly appended = new Map<string, { rows: number; bytes: number; snapshot: number }>()
   private readonly compactions = new Set<Promise<void>>()
+  private readonly compactor = new Compactor()
   private readonly db: Db
   private readonly idleMs: number
   private readonly log: Logger
@@ -169,7 +178,8 @@ export class LiveDocs {
         return options.authenticate(token, documentName)
       },
       onLoadDocument: async ({ document, documentName }: onLoadDocumentPayload) => {
-        const { rows } = await loadInto(this.db, documentName, document)
+        const { rows, bytes } = await loadInto(this.db, documentName, document)
+        this.appended.set(documentName, { rows: 0, bytes: 0, snapshot: bytes })
         if (rows > COMPACT_ON_LOAD) this.scheduleCompaction(documentName)
         this.watchPeople(document, documentName)
       },
@@ -386,7 +396,7 @@ export class LiveDocs {
       }
       if (merged) {
         Y.applyUpdate(entry.live, merged, marker)
-        this.countAppend(entry.name)
+        this.countAppend(entry.name, merged.length)
       }
       settle(true)
       for (const f of after) f()
@@ -643,7 +653,7 @@ export class LiveDocs {
         }
       })
       .then(() => {
-        if (merged) this.countAppend(docName)
+        if (merged) this.countAppend(docName, merged.length)
       })
       .catch((error: unknown) => {
         // Keep everything and try again: losing a person's edit is worse than a retry.
@@ -661,15 +671,24 @@ export class LiveDocs {
     await p.flushing
   }
 
-  private countAppend(docName: string): void {
-    const n = (this.appended.get(docName) ?? 0) + 1
+  private countAppend(docName: string, bytes: number): void {
+    const n = this.appended.get(docName) ?? { rows: 0, bytes: 0, snapshot: 0 }
+    n.rows += 1
+    n.bytes += bytes
     this.appended.set(docName, n)
-    if (n >= COMPACT_AFTER) this.scheduleCompaction(docName)
+    if (n.rows >= COMPACT_AFTER && n.bytes >= n.snapshot * COMPACT_GROWTH) {
+      this.scheduleCompaction(docName)
+    }
   }
 
   private scheduleCompaction(docName: string): void {
-    this.appended.set(docName, 0)
-    const job = compact(this.db, docName)
+    const n = this.appended.get(docName) ?? { rows: 0, bytes: 0, snapshot: 0 }
+    this.appended.set(docName, { ...n, rows: 0, bytes: 0 })
+    const job = compact(this.db, docName, (updates) => this.compactor.snapshot(updates))
+      .then((snapshot) => {
+        const now = this.appended.get(docName)
+        if (now && snapshot !== undefined) now.snapshot = snapshot
+      })
       .catch((error: unknown) => this.log.error(`compacting ${docName} failed`, error))
       .finally(() => this.compactions.delete(job))
     this.compactions.add(job)
@@ -709,6 +728,7 @@ export class LiveDocs {
     }
     await Promise.all([...this.pending.keys()].map((name) => this.flushPeople(name)))
     await Promise.all(this.compactions)
+    await this.compactor.close()
     // Lets extensions release what they hold (the Redis extension's connections).
     await this.hocuspocus.hooks('onDestroy', { instance: this.hocuspocus })
   }

@@ -1,0 +1,12 @@
+import { parentPort } from 'node:worker_threads'
+import { snapshotOf } from './doc-store.ts'
+
+/** The compactor's thread: replays a document's stored updates into one snapshot. */
+parentPort?.on('message', (job: { id: number; updates: Uint8Array[] }) => {
+  try {
+    const snapshot = snapshotOf(job.updates)
+    parentPort?.postMessage({ id: job.id, snapshot }, [snapshot.buffer as ArrayBuffer])
+  } catch (error) {
+    parentPort?.postMessage({ id: job.id, error: String(error) })
+  }
+})

@@ -1,0 +1,66 @@
+import { Worker } from 'node:worker_threads'
+
+interface Reply {
+  id: number
+  snapshot?: Uint8Array
+  error?: string
+}
+
+/**
+ * Replays documents' stored updates into snapshots on a worker thread. Compacting a big
+ * board replays all of it (tens to hundreds of milliseconds); on the event loop that
+ * would stall every request and broadcast of the process meanwhile. The thread starts with
+ * the first compaction and does not keep the process alive.
+ */
+export class Compactor {
+  private worker: Worker | undefined
+  private nextId = 0
+  private readonly waiting = new Map<
+    number,
+    { resolve: (snapshot: Uint8Array) => void; reject: (error: Error) => void }
+  >()
+
+  snapshot(updates: Uint8Array[]): Promise<Uint8Array> {
+    const worker = this.start()
+    const id = this.nextId++
+    return new Promise((resolve, reject) => {
+      this.waiting.set(id, { resolve, reject })
+      worker.ref()
+      worker.postMessage({ id, updates })
+    })
+  }
+
+  async close(): Promise<void> {
+    const worker = this.worker
+    this.worker = undefined
+    this.failAll(new Error('compactor closed'))
+    await worker?.terminate()
+  }
+
+  private start(): Worker {
+    if (this.worker) return this.worker
+    const worker = new Worker(new URL('./compact-worker.ts', import.meta.url))
+    worker.unref()
+    worker.on('message', (reply: Reply) => {
+      const job = this.waiting.get(reply.id)
+      if (!job) return
+      this.waiting.delete(reply.id)
+      if (this.waiting.size === 0) worker.unref()
+      if (reply.snapshot) job.resolve(reply.snapshot)
+      else job.reject(new Error(`compaction failed: ${reply.error}`))
+    })
+    const lost = (error: Error) => {
+      if (this.worker === worker) this.worker = undefined
+      this.failAll(error)
+    }
+    worker.on('error', lost)
+    worker.on('exit', (code) => lost(new Error(`compactor thread exited with ${code}`)))
+    this.worker = worker
+    return worker
+  }
+
+  private failAll(error: Error): void {
+    for (const job of this.waiting.values()) job.reject(error)
+    this.waiting.clear()
+  }
+}
