@@ -13,6 +13,13 @@ export interface Queryable {
 export interface Db extends Queryable {
   readonly kind: 'pglite' | 'postgres'
   /**
+   * For the short statements every request makes (admitting an agent request): a few
+   * connections of their own, so concurrent requests' statements pipeline on one
+   * connection and leave and return in one system call each way instead of one per
+   * request, and never queue behind a long query of the main pool.
+   */
+  readonly lane: Queryable
+  /**
    * Runs `fn` in one transaction: committed when it resolves, rolled back when it throws.
    * Statements issued without awaiting each other are pipelined on Postgres.
    */

@@ -10,9 +10,12 @@ export async function openPglite(dataDir: string): Promise<Db> {
     (q: Pick<PGlite, 'query'>): Queryable['query'] =>
     async <T extends Row>(text: string, params: readonly unknown[] = []) =>
       (await q.query<T>(text, params as unknown[])).rows
+  const query = adapt(pg)
   return {
     kind: 'pglite',
-    query: adapt(pg),
+    query,
+    // One connection: nothing to separate.
+    lane: { query },
     // One transaction at a time (PGlite is a single connection); statements issued without
     // awaiting still run in order and are all settled before the commit.
     transaction: (fn) =>

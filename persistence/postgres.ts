@@ -47,8 +47,14 @@ function coalescingSocket(options: { host: string[]; port: number[]; path?: stri
 /** Several hosts (failover) are left to the driver's own sockets. */
 const singleHost = (url: string) => !/^[^:]+:\/\/[^/?]*,/.test(url)
 
+/**
+ * Connections of the lane (Db.lane). Two: statements sent in the same turn pipeline on
+ * one connection, and the second takes over while the first waits on a row lock.
+ */
+const LANE_CONNECTIONS = 2
+
 export function openPostgres(url: string, max: number): Db {
-  const sql = postgres(url, {
+  const options = {
     max,
     onnotice: () => {},
     // Postgres int8 (bigserial ids, counts) as JS numbers: none of ours pass 2^53.
@@ -63,10 +69,13 @@ export function openPostgres(url: string, max: number): Db {
     connection: { application_name: 'corkboard' },
     // Not in postgres.js's types, but documented ("Custom socket").
     ...(singleHost(url) ? { socket: coalescingSocket } : {}),
-  })
+  }
+  const sql = postgres(url, { ...options, max })
+  const lane = postgres(url, { ...options, max: LANE_CONNECTIONS })
   return {
     kind: 'postgres',
     query: adapt(sql),
+    lane: { query: adapt(lane) },
     /**
      * BEGIN is sent with the transaction's first statement and COMMIT pipelined with its
      * last ones (on one reserved connection, postgres.js writes queries without waiting
@@ -99,7 +108,7 @@ export function openPostgres(url: string, max: number): Db {
       }
     },
     async close() {
-      await sql.end({ timeout: 5 })
+      await Promise.all([sql.end({ timeout: 5 }), lane.end({ timeout: 5 })])
     },
   }
 }

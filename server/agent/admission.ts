@@ -35,7 +35,7 @@ export async function admit(
     return key
   }
   const charge = limiter.perKeyCharge({ keyId: 'k.id::text', from: 'k', firstParam: 3 })
-  const [row] = await db.query<KeyLookupRow & BucketRow>(
+  const [row] = await db.lane.query<KeyLookupRow & BucketRow>(
     `with ${keyLookupCtes('$1', '$2')}, charge as (${charge.sql})
      select k.*, c.allowed, c.count, c.oldest, c.pivot from k cross join charge c`,
     [credentials.keyId, credentials.hash, ...charge.params],

@@ -35,6 +35,18 @@ describe.each(STORAGES)('storage contract (%s)', (kind) => {
     expect(Array.from(row?.data as Uint8Array)).toEqual([1, 2, 3])
   })
 
+  test('the lane runs statements on the same database: it sees what the pool committed, and the other way round', async () => {
+    await db.query('create table lane_check (n int)')
+    await db.query('insert into lane_check values (1)')
+    expect(await db.lane.query('select n from lane_check')).toEqual([{ n: 1 }])
+    await Promise.all(
+      [2, 3, 4].map((n) => db.lane.query('insert into lane_check values ($1)', [n])),
+    )
+    expect(await db.query('select n from lane_check order by n')).toEqual(
+      [1, 2, 3, 4].map((n) => ({ n })),
+    )
+  })
+
   test('a transaction that throws leaves nothing behind', async () => {
     await expect(
       db.transaction(async (tx) => {
