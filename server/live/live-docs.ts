@@ -86,6 +86,8 @@ interface Entry {
 /** Writes stored together by their first one's transaction (see runWrite). */
 interface Batch {
   records: WriteRecord[]
+  /** Each record's transaction origin, for applying its update to the live document. */
+  markers: ServerTransactionOrigin[]
   /** The opener's record statement, issued once the earlier writes committed. */
   recorded: Promise<Recorded> | undefined
   /** How many records were stored, once the opener's transaction committed. */
@@ -94,7 +96,7 @@ interface Batch {
   fail(error: unknown): void
 }
 
-function newBatch(first: WriteRecord): Batch {
+function newBatch(first: WriteRecord, marker: ServerTransactionOrigin): Batch {
   let settle!: (stored: number) => void
   let fail!: (error: unknown) => void
   const stored = new Promise<number>((resolve, reject) => {
@@ -102,7 +104,7 @@ function newBatch(first: WriteRecord): Batch {
     fail = reject
   })
   stored.catch(() => {})
-  return { records: [first], recorded: undefined, stored, settle, fail }
+  return { records: [first], markers: [marker], recorded: undefined, stored, settle, fail }
 }
 
 /** People's edits waiting to be appended: their bytes, and what they changed (per editor). */
@@ -362,10 +364,11 @@ export class LiveDocs {
         if (open) {
           member = { batch: open, index: open.records.length }
           open.records.push(record)
+          open.markers.push(marker)
           unlock()
           return value
         }
-        const batch = newBatch(record)
+        const batch = newBatch(record, marker)
         entry.batch = batch
         member = { batch, index: 0 }
         unlock()
@@ -385,6 +388,14 @@ export class LiveDocs {
           // The opener's transaction committed (or threw, below): tell the members.
           const recorded = await batch.recorded
           if (!recorded) throw new Error('a batch was committed without its records')
+          // The stored writes reach the live document in the order they were computed:
+          // each was built on the ones before it.
+          for (let i = 0; i < recorded.stored; i++) {
+            const update = batch.records[i]?.update
+            if (!update) continue
+            Y.applyUpdate(entry.live, update, batch.markers[i])
+            this.countAppend(entry.name, update.length)
+          }
           batch.settle(recorded.stored)
           this.eventSink?.stored(recorded.deliveryIds)
         }
@@ -393,8 +404,7 @@ export class LiveDocs {
         if (index > stored) {
           throw new Error(`an earlier write to ${entry.name} was refused; this one was built on it`)
         }
-      }
-      if (merged) {
+      } else if (merged) {
         Y.applyUpdate(entry.live, merged, marker)
         this.countAppend(entry.name, merged.length)
       }

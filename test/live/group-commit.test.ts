@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { recordWrites, type WriteRecord } from '../../server/live/write-record.ts'
-import { boardDocName } from '../../shared/board-doc.ts'
-import { Agent, Person } from '../support/client.ts'
+import { boardDocName, boardMaps } from '../../shared/board-doc.ts'
+import { Agent, connectProvider, eventually, Person } from '../support/client.ts'
 import { startServer, type TestServer } from '../support/server.ts'
 import { STORAGES } from '../support/storage.ts'
 
@@ -141,6 +141,19 @@ describe('writes computed while an earlier one commits are stored together (post
   test('one transaction stores the batch, in the order the writes were computed, and each answered 200', async () => {
     const { agent } = await keyWithId(owner, 'writer')
     const columnId = (await agent.ok('list_columns')).columns[0].id
+    // The live document takes the batch's updates in the order they were computed: each
+    // integrates at once, none is held back waiting for one it was built on.
+    const live = await connectProvider(
+      server.url,
+      boardDocName(owner.orgId),
+      await owner.syncToken(),
+    )
+    const served = server.app.live.hocuspocus.documents.get(boardDocName(owner.orgId))
+    if (!served) throw new Error('the board is not loaded')
+    let outOfOrder = 0
+    served.on('afterTransaction', () => {
+      if (served.store.pendingStructs !== null) outOfOrder++
+    })
     const slow = agent.call('create_task', { columnId, title: 'SLOW first' })
     await sleep(100)
     const titles = Array.from({ length: 8 }, (_, i) => `batched ${i}`)
@@ -170,6 +183,9 @@ describe('writes computed while an earlier one commits are stored together (post
     expect(board.tasks.map((t: { title: string }) => t.title)).toEqual(
       expect.arrayContaining(['SLOW first', ...titles]),
     )
+    await eventually(() => boardMaps(live.doc).tasks.size >= titles.length + 1 || undefined)
+    expect(outOfOrder).toBe(0)
+    live.destroy()
   })
 
   test('a key revoked while its write waits in a batch: the writes before it are stored, it answers 401, the ones built on it are refused', async () => {
