@@ -10,6 +10,16 @@ export interface Queryable {
   query<T extends Row = Row>(text: string, params?: readonly unknown[]): Promise<T[]>
 }
 
+/** A transaction's connection. */
+export interface Transaction extends Queryable {
+  /**
+   * Issues the transaction's last statement. When nothing else was issued, it runs on its
+   * own, without BEGIN and COMMIT (one statement is atomic by itself): one message and one
+   * reply. Nothing may be issued after it.
+   */
+  final<T extends Row = Row>(text: string, params?: readonly unknown[]): Promise<T[]>
+}
+
 export interface Db extends Queryable {
   readonly kind: 'pglite' | 'postgres'
   /**
@@ -23,7 +33,7 @@ export interface Db extends Queryable {
    * Runs `fn` in one transaction: committed when it resolves, rolled back when it throws.
    * Statements issued without awaiting each other are pipelined on Postgres.
    */
-  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>
+  transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T>
   close(): Promise<void>
 }
 

@@ -1,4 +1,4 @@
-import type { Queryable, Row } from './db.ts'
+import type { Row, Transaction } from './db.ts'
 
 /**
  * Wraps a transaction's connection so every statement issued inside it is tracked. At
@@ -7,16 +7,37 @@ import type { Queryable, Row } from './db.ts'
  * The first failure in issue order is what the caller sees (a statement after it fails
  * only because the transaction was already aborted).
  */
-export class TrackedTx implements Queryable {
-  private readonly outstanding: Promise<unknown>[] = []
-  private readonly run: (text: string, params: readonly unknown[]) => Promise<Row[]>
+type Run = (text: string, params: readonly unknown[]) => Promise<Row[]>
 
-  constructor(run: (text: string, params: readonly unknown[]) => Promise<Row[]>) {
+export class TrackedTx implements Transaction {
+  private readonly outstanding: Promise<unknown>[] = []
+  private readonly run: Run
+  private readonly runAlone: Run
+  private ended = false
+
+  /** `runAlone` runs a final statement that is the transaction's only one (no BEGIN). */
+  constructor(run: Run, runAlone: Run = run) {
     this.run = run
+    this.runAlone = runAlone
   }
 
   query<T extends Row = Row>(text: string, params: readonly unknown[] = []): Promise<T[]> {
-    const p = this.run(text, params) as Promise<T[]>
+    return this.track(this.run, text, params)
+  }
+
+  final<T extends Row = Row>(text: string, params: readonly unknown[] = []): Promise<T[]> {
+    return this.track(this.outstanding.length === 0 ? this.runAlone : this.run, text, params, true)
+  }
+
+  private track<T extends Row>(
+    run: Run,
+    text: string,
+    params: readonly unknown[],
+    last = false,
+  ): Promise<T[]> {
+    if (this.ended) throw new Error('a statement after the final one of a transaction')
+    this.ended = last
+    const p = run(text, params) as Promise<T[]>
     // Handled at settle(); a caller that awaits it sees the rejection too.
     p.catch(() => {})
     this.outstanding.push(p)

@@ -1,6 +1,6 @@
 import { Socket } from 'node:net'
 import postgres from 'postgres'
-import type { Db, Queryable, Row } from './db.ts'
+import type { Db, Queryable, Row, Transaction } from './db.ts'
 import { TrackedTx } from './pipeline.ts'
 
 function adapt(sql: postgres.Sql): Queryable['query'] {
@@ -81,11 +81,12 @@ export function openPostgres(url: string, max: number): Db {
      * last ones (on one reserved connection, postgres.js writes queries without waiting
      * for earlier replies), so a transaction whose statements are all issued at its end,
      * as the live write path does, goes out as one write: one round trip. A transaction
-     * that issues nothing sends nothing. The connection is reserved at once, so callers
+     * that issues nothing sends nothing; one whose only statement is `final` sends it
+     * alone, without BEGIN and COMMIT. The connection is reserved at once, so callers
      * that wait on each other inside transactions take connections in the order they
      * started.
      */
-    async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+    async transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
       const conn = await sql.reserve()
       const run = adapt(conn)
       let begun: Promise<unknown> | undefined
@@ -95,10 +96,10 @@ export function openPostgres(url: string, max: number): Db {
           begun.catch(() => {})
         }
         return run(text, params)
-      })
+      }, run)
       try {
         const value = await fn(tx)
-        if (begun) await tx.settle(Promise.all([begun, run('commit')]))
+        await tx.settle(begun ? Promise.all([begun, run('commit')]) : undefined)
         return value
       } catch (error) {
         if (begun) await run('rollback').catch(() => {})

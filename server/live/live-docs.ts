@@ -9,7 +9,7 @@ import {
   type onLoadDocumentPayload,
 } from '@hocuspocus/server'
 import * as Y from 'yjs'
-import type { Db, Queryable } from '../../persistence/db.ts'
+import type { Db, Queryable, Transaction } from '../../persistence/db.ts'
 import { BoardView } from '../actions/board-view.ts'
 import { ApiError } from '../api-error.ts'
 import { invalidKeyError, keyRevoked, revokedKeyError } from '../auth/api-keys.ts'
@@ -82,6 +82,9 @@ interface Entry {
   refs: number
   idleTimer: NodeJS.Timeout | undefined
 }
+
+/** A transaction's last statement, as a Queryable (see Transaction.final). */
+const last = (tx: Transaction): Queryable => ({ query: (text, params) => tx.final(text, params) })
 
 /** Writes stored together by their first one's transaction (see runWrite). */
 interface Batch {
@@ -350,7 +353,7 @@ export class LiveDocs {
           if (sink && !staged) await sink.store(tx, origin, events)
           // Not awaited: it leaves in one write with the COMMIT, and a failure (CB401 for
           // a revoked key) surfaces from the commit (TrackedTx.settle).
-          void recordWrites(tx, { ...target, allOrNothing: true }, [record])
+          void recordWrites(last(tx), { ...target, allOrNothing: true }, [record])
             .then((r) => this.eventSink?.stored(r.deliveryIds))
             .catch(() => {})
           return value
@@ -377,8 +380,8 @@ export class LiveDocs {
         } finally {
           if (entry.batch === batch) entry.batch = undefined
         }
-        // Not awaited: it leaves in one write with the COMMIT (BEGIN, this, COMMIT).
-        batch.recorded = recordWrites(tx, { ...target, allOrNothing: false }, batch.records)
+        // Not awaited: the transaction's only statement, it leaves alone (no BEGIN, COMMIT).
+        batch.recorded = recordWrites(last(tx), { ...target, allOrNothing: false }, batch.records)
         batch.recorded.catch(() => {})
         return value
       })

@@ -47,6 +47,33 @@ describe.each(STORAGES)('storage contract (%s)', (kind) => {
     )
   })
 
+  test("a transaction's final statement commits with the ones before it, or alone, and nothing may follow it", async () => {
+    await db.query('create table final_check (n int check (n > 0))')
+    await db.transaction(async (tx) => {
+      void tx.query('insert into final_check values (1)')
+      void tx.final('insert into final_check values (2)')
+    })
+    await db.transaction(async (tx) => {
+      void tx.final('insert into final_check values (3)')
+      expect(() => tx.query('insert into final_check values (4)')).toThrow(/after the final/)
+    })
+    // A final statement that fails, alone or after others, leaves nothing behind.
+    await expect(
+      db.transaction(async (tx) => {
+        void tx.final('insert into final_check values (-1)')
+      }),
+    ).rejects.toThrow(/check/)
+    await expect(
+      db.transaction(async (tx) => {
+        void tx.query('insert into final_check values (5)')
+        void tx.final('insert into final_check values (-1)')
+      }),
+    ).rejects.toThrow(/check/)
+    expect(await db.query('select n from final_check order by n')).toEqual(
+      [1, 2, 3].map((n) => ({ n })),
+    )
+  })
+
   test('a transaction that throws leaves nothing behind', async () => {
     await expect(
       db.transaction(async (tx) => {
