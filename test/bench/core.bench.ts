@@ -8,9 +8,11 @@ import { Agent, connectProvider, Person } from '../support/client.ts'
 import { STORAGES, type StorageKind } from '../support/storage.ts'
 import { spawnServer } from './harness.ts'
 import { lightAgent } from './light-client.ts'
-import { line, rate, type Stats, stats, time } from './stats.ts'
+import { line, type Stats, stats, throughput, time } from './stats.ts'
 
 const N = 400
+/** Samples of agent write → provider: its p99 is the tenth slowest. */
+const LIVE_N = 1000
 
 /** Baseline: one INSERT committed, on the same engine (for PGlite, a second instance in this process). */
 async function insertBaseline(db: Db): Promise<Stats> {
@@ -107,31 +109,37 @@ async function storageRun(kind: StorageKind, log: (l: string) => void, bare: Sta
     log(line('get_task', getTask, insert))
 
     // Throughput: 8 concurrent clients (two keys each, one organisation) creating 2,000 cards,
-    // through a light keep-alive client so the generator takes less of the shared CPU.
-    const clients = await Promise.all(
-      Array.from({ length: 8 }, async () => [
-        lightAgent(server.url, await owner.createKey(), 1),
-        lightAgent(server.url, await owner.createKey(), 1),
-      ]),
-    )
-    const total = 2000
-    let next = 0
-    const t0 = performance.now()
-    await Promise.all(
-      clients.map(async (pair) => {
-        let turn = 0
-        while (next < total) {
-          next++
-          await pair[turn++ % 2]?.ok('create_task', { columnId: b, title: 'throughput' })
-        }
-      }),
-    )
-    for (const pair of clients) for (const c of pair) c.close()
+    // through a light keep-alive client so the generator takes less of the shared CPU. Three
+    // rounds, each with fresh keys (the limits stay in force); the median round is the
+    // figure, as the host's load varies from second to second.
+    const rounds: number[] = []
+    for (let round = 0; round < 3; round++) {
+      const clients = await Promise.all(
+        Array.from({ length: 8 }, async () => [
+          lightAgent(server.url, await owner.createKey(), 1),
+          lightAgent(server.url, await owner.createKey(), 1),
+        ]),
+      )
+      const total = 2000
+      let next = 0
+      const t0 = performance.now()
+      await Promise.all(
+        clients.map(async (pair) => {
+          let turn = 0
+          while (next < total) {
+            next++
+            await pair[turn++ % 2]?.ok('create_task', { columnId: b, title: 'throughput' })
+          }
+        }),
+      )
+      rounds.push((total / (performance.now() - t0)) * 1000)
+      for (const pair of clients) for (const c of pair) c.close()
+    }
     log(
-      rate(
+      throughput(
         'create_task throughput, 8 concurrent clients, one board',
-        total,
-        performance.now() - t0,
+        rounds,
+        'three rounds of 2,000',
       ),
     )
 
@@ -143,7 +151,7 @@ async function storageRun(kind: StorageKind, log: (l: string) => void, bare: Sta
     )
     const tasks = boardMaps(live.doc).tasks
     const samples: number[] = []
-    for (let i = 0; i < N; i++) {
+    for (let i = 0; i < LIVE_N; i++) {
       const title = `live ${i}`
       const t = performance.now()
       const seen = new Promise<void>((resolve) => {

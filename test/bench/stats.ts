@@ -48,3 +48,11 @@ export function rate(label: string, count: number, ms: number): string {
     .toString()
     .padStart(7)} /s   (${count} in ${(ms / 1000).toFixed(2)} s)`
 }
+
+/** Rounds of a throughput measurement, per second: the median round, and every round. */
+export function throughput(label: string, perSecond: readonly number[], what: string): string {
+  const sorted = [...perSecond].sort((a, b) => a - b)
+  const median = sorted[Math.floor(sorted.length / 2)] ?? Number.NaN
+  const all = perSecond.map((r) => Math.round(r)).join(', ')
+  return `${label.padEnd(58)} ${Math.round(median).toString().padStart(7)} /s   (median of ${what}: ${all})`
+}
