@@ -217,3 +217,52 @@ describe('writes computed while an earlier one commits are stored together (post
     expect(await titles()).toContain('retried')
   })
 })
+
+/**
+ * More concurrent writes on one board than the pool has connections, mixing writes that
+ * query inside their transaction (claim checks) with ones that only record: every one must
+ * finish (no write may wait on a connection held by a write waiting on it), and storage
+ * must hold exactly what the live document shows.
+ */
+describe.each(STORAGES)('a crowd of mixed writes on one board (%s)', (kind) => {
+  let server: TestServer
+
+  beforeAll(async () => {
+    server = await startServer(kind, { rateLimitPerKey: 100_000 })
+  })
+  afterAll(() => server.close())
+
+  test('120 concurrent writes over 20 connections all answer 200 and are stored as shown', async () => {
+    const owner = new Person(server.url)
+    await owner.signUp()
+    const { agent } = await keyWithId(owner, 'crowd')
+    const columns = (await agent.ok('list_columns')).columns.map((c: { id: string }) => c.id)
+    const seeded = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        agent.ok('create_task', { columnId: columns[0], title: `seed ${i}` }),
+      ),
+    )
+    const ids = seeded.map((r) => r.task.id as string)
+    const writes = Array.from({ length: 120 }, (_, i) => {
+      const taskId = ids[i % ids.length]
+      switch (i % 4) {
+        case 0:
+          return agent.call('create_task', { columnId: columns[i % 3], title: `crowd ${i}` })
+        case 1:
+          return agent.call('move_task', { taskId, columnId: columns[(i + 1) % 3] })
+        case 2:
+          return agent.call('update_task', { taskId, description: `edited by ${i}` })
+        default:
+          return agent.call('add_comment', { taskId, body: `comment ${i}` })
+      }
+    })
+    const results = await Promise.all(writes)
+    expect(results.map((r) => r.status)).toEqual(results.map(() => 200))
+    const shown = await agent.ok('get_board', { include: ['comments'], commentsPerCard: 50 })
+    // Reload the document from storage alone.
+    await server.app.live.close()
+    const stored = await agent.ok('get_board', { include: ['comments'], commentsPerCard: 50 })
+    expect(stored.tasks).toEqual(shown.tasks)
+    expect(stored.tasks).toHaveLength(50)
+  })
+})
