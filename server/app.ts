@@ -83,7 +83,7 @@ export async function createApp(
     live,
     config,
     syncSecret,
-    onKeyRevoked: (keyId) => live.closeConnections((c) => c.keyId === keyId),
+    onKeyRevoked: (keyId) => live.closeConnections({ keyId }),
   })
   peopleActionRoutes(router, { db, live, clock })
   fileRoutes(router, { db, live, config })

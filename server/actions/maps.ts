@@ -272,13 +272,9 @@ export async function delete_map(
     await w.tx.query('select pg_advisory_xact_lock(hashtext($1))', [name])
     await w.tx.query('delete from map_items where map_id = $1', [input.mapId])
     await deleteDoc(w.tx, name)
-    w.afterCommit(() => {
-      // Only this document's connections: the socket stays open for the person's other
-      // documents, and the provider is told why.
-      ctx.live.hocuspocus.documents.get(name)?.connections.forEach((_, connection) => {
-        connection.close({ code: 4404, reason: 'This map was deleted' })
-      })
-    })
+    // Only this document's connections, on every process: the socket stays open for the
+    // person's other documents, and the provider is told why.
+    w.afterCommit(() => ctx.live.closeConnections({ documentName: name }))
   })
   // A person's edits received just before the close may still be appended: clear them too.
   await ctx.live.flushPeople(name)

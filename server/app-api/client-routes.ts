@@ -83,7 +83,7 @@ function personContext(deps: ClientRouteDeps, user: User, org: OrgMembership): A
 
 /** Closes a person's live connections to an organisation's documents (they left it). */
 function disconnect(live: LiveDocs, orgId: string, userId: string): void {
-  live.closeConnections((c) => c.orgId === orgId && c.userId === userId)
+  live.closeConnections({ orgId, userId })
 }
 
 /**

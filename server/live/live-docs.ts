@@ -16,6 +16,7 @@ import { invalidKeyError, keyRevoked, revokedKeyError } from '../auth/api-keys.t
 import type { Logger } from '../http/json.ts'
 import { BoardGuard, GUARD_ORIGIN, type GuardReport } from './board-guard.ts'
 import { Compactor } from './compactor.ts'
+import { type CloseTarget, ConnectionControl } from './connection-control.ts'
 import { compact, loadInto } from './doc-store.ts'
 import { MapGuard } from './map-guard.ts'
 import { Mutex } from './mutex.ts'
@@ -160,6 +161,7 @@ export class LiveDocs {
   private readonly appended = new Map<string, { rows: number; bytes: number; snapshot: number }>()
   private readonly compactions = new Set<Promise<void>>()
   private readonly compactor = new Compactor()
+  private readonly control: ConnectionControl
   private readonly db: Db
   private readonly idleMs: number
   private readonly log: Logger
@@ -208,6 +210,11 @@ export class LiveDocs {
       )
     }
     this.hocuspocus = new Hocuspocus<ConnectionContext>({ quiet: true, extensions })
+    this.control = new ConnectionControl({
+      closeHere: (target) => this.closeHere(target),
+      redis: options.redis,
+      log: this.log,
+    })
   }
 
   /** Reads the live document (loading it on demand). `fn` must not keep references. */
@@ -708,20 +715,32 @@ export class LiveDocs {
   }
 
   /**
-   * Closes every live connection whose context matches: a revoked key or a person removed
-   * from the organisation loses its open documents at once, not at its next reconnect.
+   * Closes the live connections a target names, on every server process: a revoked key or
+   * a person removed from the organisation loses its open documents at once, not at its
+   * next reconnect; a deleted map's document closes for everyone.
    */
-  closeConnections(match: (context: ConnectionContext) => boolean): number {
-    let closed = 0
+  closeConnections(target: CloseTarget): void {
+    this.control.close(target)
+  }
+
+  /** Closes this process's connections that `target` names. */
+  private closeHere(target: CloseTarget): void {
+    const deleted = 'documentName' in target
     for (const document of this.hocuspocus.documents.values()) {
+      if (deleted && document.name !== target.documentName) continue
       for (const connection of document.getConnections()) {
-        if (match(connection.context as ConnectionContext)) {
+        const c = connection.context as ConnectionContext
+        if (deleted) {
+          connection.close({ code: 4404, reason: 'This map was deleted' })
+        } else if (
+          'keyId' in target
+            ? c.keyId === target.keyId
+            : c.orgId === target.orgId && c.userId === target.userId
+        ) {
           connection.close({ code: 4403, reason: 'Access revoked' })
-          closed++
         }
       }
     }
-    return closed
   }
 
   /** Flushes everything and unloads every document (graceful shutdown). */
@@ -742,6 +761,7 @@ export class LiveDocs {
     await Promise.all([...this.pending.keys()].map((name) => this.flushPeople(name)))
     await Promise.all(this.compactions)
     await this.compactor.close()
+    await this.control.stop()
     // Lets extensions release what they hold (the Redis extension's connections).
     await this.hocuspocus.hooks('onDestroy', { instance: this.hocuspocus })
   }

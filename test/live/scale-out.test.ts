@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { type App, createApp } from '../../server/app.ts'
 import { loadConfig } from '../../server/config.ts'
-import { boardDocName, boardMaps } from '../../shared/board-doc.ts'
+import { boardDocName, boardMaps, mapDocName } from '../../shared/board-doc.ts'
 import { Agent, connectProvider, eventually, Person } from '../support/client.ts'
 import { freshDb, type TestDb } from '../support/storage.ts'
 
@@ -90,6 +90,56 @@ describe('several server processes share one service (postgres + redis)', () => 
       expect((await agent.ok('get_task', { taskId: task.id })).task.title).toBe('held')
     } finally {
       onA.destroy()
+      onB.destroy()
+    }
+  })
+
+  test('revoking a key through B closes the live connection it opened on A, and only that one', async () => {
+    const owner = new Person(b.url)
+    await owner.signUp()
+    const created = await owner.request('POST', `/api/app/orgs/${owner.orgId}/api-keys`, {
+      name: 'live on A',
+    })
+    const keyOnA = await connectProvider(a.url, boardDocName(owner.orgId), created.body.key)
+    const personOnA = await connectProvider(
+      a.url,
+      boardDocName(owner.orgId),
+      await owner.syncToken(),
+    )
+    try {
+      const closed = new Promise<void>((resolve) => keyOnA.provider.on('close', () => resolve()))
+      const revoked = await owner.request(
+        'DELETE',
+        `/api/app/orgs/${owner.orgId}/api-keys/${created.body.apiKey.id}`,
+      )
+      expect(revoked.status).toBe(204)
+      await closed
+      expect(personOnA.socket.status).toBe('connected')
+    } finally {
+      keyOnA.destroy()
+      personOnA.destroy()
+    }
+  })
+
+  test('a map deleted through A closes the connections to it on B, with the reason', async () => {
+    const owner = new Person(a.url)
+    await owner.signUp()
+    const agent = new Agent(a.url, await owner.createKey())
+    const { map } = await agent.ok('create_map', { title: 'short-lived' })
+    const onB = await connectProvider(
+      b.url,
+      mapDocName(owner.orgId, map.id),
+      await owner.syncToken(),
+    )
+    try {
+      const closed = new Promise<string>((resolve) =>
+        onB.provider.on('close', ({ event }: { event: { reason: string } }) =>
+          resolve(event.reason),
+        ),
+      )
+      await agent.ok('delete_map', { mapId: map.id })
+      expect(await closed).toBe('This map was deleted')
+    } finally {
       onB.destroy()
     }
   })
