@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import * as Y from 'yjs'
 import { boardDocName, boardMaps } from '../../shared/board-doc.ts'
 import type { StoredClaim } from '../../shared/claims.ts'
-import { Agent, ownerWithAgent, Person } from '../support/client.ts'
+import { Agent, Person } from '../support/client.ts'
+import { ISO, ids, seededOrg } from '../support/fixtures.ts'
 import { startServer, type TestServer } from '../support/server.ts'
 import { STORAGES } from '../support/storage.ts'
 
@@ -64,10 +65,8 @@ const CLAIM_FIELDS = [
   'updatedAt',
 ]
 const COMMENT_FIELDS = ['agentName', 'authorEmail', 'body', 'createdAt', 'editedAt', 'id', 'taskId']
-const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/
 
 const keys = (o: object) => Object.keys(o).sort()
-const ids = (list: { id: string }[]) => list.map((x) => x.id)
 
 describe.each(STORAGES)('board reading (%s)', (kind) => {
   let server: TestServer
@@ -77,13 +76,7 @@ describe.each(STORAGES)('board reading (%s)', (kind) => {
   })
   afterAll(() => server.close())
 
-  /** A fresh organisation with its key and the four seeded organisation-level columns. */
-  async function org() {
-    const { owner, agent, orgId } = await ownerWithAgent(server.url)
-    const { columns } = await agent.ok('list_columns')
-    const [backlog, ready, doing, done] = ids(columns) as [string, string, string, string]
-    return { owner, agent, orgId, backlog, ready, doing, done }
-  }
+  const org = () => seededOrg(server.url)
 
   const card = async (agent: Agent, params: Record<string, unknown>) =>
     (await agent.ok('create_task', { title: 'A card', ...params })).task

@@ -1,11 +1,9 @@
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { type Agent, ownerWithAgent } from '../support/client.ts'
+import type { Agent } from '../support/client.ts'
+import { expectRefused, ISO, ids, seededOrg } from '../support/fixtures.ts'
 import { startServer, type TestServer } from '../support/server.ts'
 import { STORAGES } from '../support/storage.ts'
-
-const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/
-const ids = (list: { id: string }[]) => list.map((x) => x.id)
 
 describe.each(STORAGES)('columns (%s)', (kind) => {
   let server: TestServer
@@ -15,29 +13,12 @@ describe.each(STORAGES)('columns (%s)', (kind) => {
   })
   afterAll(() => server.close())
 
-  async function org() {
-    const { owner, agent, orgId } = await ownerWithAgent(server.url)
-    const { columns } = await agent.ok('list_columns')
-    const [backlog, ready, doing, done] = ids(columns) as [string, string, string, string]
-    return { owner, agent, orgId, backlog, ready, doing, done }
-  }
+  const org = () => seededOrg(server.url)
 
   const card = async (agent: Agent, columnId: string, title = 'A card') =>
     (await agent.ok('create_task', { columnId, title })).task
 
   const columnIds = async (agent: Agent) => ids((await agent.ok('list_columns')).columns)
-
-  async function refused(
-    agent: Agent,
-    action: string,
-    params: unknown,
-    status: number,
-    re: RegExp,
-  ) {
-    const res = await agent.call(action, params)
-    expect(res.status, JSON.stringify(res.body)).toBe(status)
-    expect(res.body.error).toMatch(re)
-  }
 
   describe('create_column', () => {
     test('create_column returns the column, organisation-level, appended at the end when position is omitted', async () => {
@@ -82,15 +63,27 @@ describe.each(STORAGES)('columns (%s)', (kind) => {
       const { agent } = await org()
       const { owner: stranger } = await org()
       const foreign = await stranger.createProject('Theirs')
-      await refused(agent, 'create_column', { title: 'x', projectId: foreign }, 400, /projectId/)
-      await refused(
+      await expectRefused(
+        agent,
+        'create_column',
+        { title: 'x', projectId: foreign },
+        400,
+        /projectId/,
+      )
+      await expectRefused(
         agent,
         'create_column',
         { title: 'x', projectId: randomUUID() },
         400,
         /projectId/,
       )
-      await refused(agent, 'create_column', { title: 'x', projectId: 'p' }, 400, /projectId.*UUID/)
+      await expectRefused(
+        agent,
+        'create_column',
+        { title: 'x', projectId: 'p' },
+        400,
+        /projectId.*UUID/,
+      )
       expect(await columnIds(agent)).toHaveLength(4)
     })
 
@@ -98,12 +91,12 @@ describe.each(STORAGES)('columns (%s)', (kind) => {
       const { agent } = await org()
       const long = 'c'.repeat(200)
       expect((await agent.ok('create_column', { title: long })).column.title).toBe(long)
-      await refused(agent, 'create_column', { title: '' }, 400, /title/)
-      await refused(agent, 'create_column', { title: `${long}c` }, 400, /title.*200/)
-      await refused(agent, 'create_column', {}, 400, /title is required/)
-      await refused(agent, 'create_column', { title: 'x', position: 'top' }, 400, /position/)
-      await refused(agent, 'create_column', { title: 'x', role: 'done' }, 400, /"role"/)
-      await refused(agent, 'create_column', { title: 'x', onFire: true }, 400, /"onFire"/)
+      await expectRefused(agent, 'create_column', { title: '' }, 400, /title/)
+      await expectRefused(agent, 'create_column', { title: `${long}c` }, 400, /title.*200/)
+      await expectRefused(agent, 'create_column', {}, 400, /title is required/)
+      await expectRefused(agent, 'create_column', { title: 'x', position: 'top' }, 400, /position/)
+      await expectRefused(agent, 'create_column', { title: 'x', role: 'done' }, 400, /"role"/)
+      await expectRefused(agent, 'create_column', { title: 'x', onFire: true }, 400, /"onFire"/)
       expect(await columnIds(agent)).toHaveLength(5)
     })
   })
@@ -132,23 +125,29 @@ describe.each(STORAGES)('columns (%s)', (kind) => {
 
     test('rename_column title is 1–200 characters', async () => {
       const { agent, ready } = await org()
-      await refused(agent, 'rename_column', { columnId: ready, title: '' }, 400, /title/)
-      await refused(
+      await expectRefused(agent, 'rename_column', { columnId: ready, title: '' }, 400, /title/)
+      await expectRefused(
         agent,
         'rename_column',
         { columnId: ready, title: 'r'.repeat(201) },
         400,
         /title.*200/,
       )
-      await refused(agent, 'rename_column', { columnId: ready }, 400, /title is required/)
+      await expectRefused(agent, 'rename_column', { columnId: ready }, 400, /title is required/)
       const ok = await agent.ok('rename_column', { columnId: ready, title: 'r'.repeat(200) })
       expect(ok.title).toHaveLength(200)
     })
 
     test('rename_column of a column that does not exist is a 404', async () => {
       const { agent } = await org()
-      await refused(agent, 'rename_column', { columnId: randomUUID(), title: 'x' }, 404, /columnId/)
-      await refused(
+      await expectRefused(
+        agent,
+        'rename_column',
+        { columnId: randomUUID(), title: 'x' },
+        404,
+        /columnId/,
+      )
+      await expectRefused(
         agent,
         'rename_column',
         { columnId: 'ready', title: 'x' },
@@ -165,13 +164,19 @@ describe.each(STORAGES)('columns (%s)', (kind) => {
       const res = await agent.ok('delete_column', { columnId: column.id })
       expect(res).toEqual({ deleted: true, columnId: column.id, movedCount: 0 })
       expect(await columnIds(agent)).toEqual([backlog, ready, doing, done])
-      await refused(agent, 'rename_column', { columnId: column.id, title: 'x' }, 404, /columnId/)
+      await expectRefused(
+        agent,
+        'rename_column',
+        { columnId: column.id, title: 'x' },
+        404,
+        /columnId/,
+      )
     })
 
     test('a column still holding cards is refused with 400 without destinationColumnId', async () => {
       const { agent, ready } = await org()
       const t = await card(agent, ready)
-      await refused(agent, 'delete_column', { columnId: ready }, 400, /destinationColumnId/)
+      await expectRefused(agent, 'delete_column', { columnId: ready }, 400, /destinationColumnId/)
       expect(await columnIds(agent)).toContain(ready)
       expect((await agent.ok('get_task', { taskId: t.id })).task.columnId).toBe(ready)
     })
@@ -180,7 +185,7 @@ describe.each(STORAGES)('columns (%s)', (kind) => {
       const { agent, ready } = await org()
       const t = await card(agent, ready)
       await agent.ok('archive_task', { taskId: t.id })
-      await refused(agent, 'delete_column', { columnId: ready }, 400, /destinationColumnId/)
+      await expectRefused(agent, 'delete_column', { columnId: ready }, 400, /destinationColumnId/)
       expect(await columnIds(agent)).toContain(ready)
     })
 
@@ -210,7 +215,7 @@ describe.each(STORAGES)('columns (%s)', (kind) => {
     test('destinationColumnId equal to columnId is refused with 400, and nothing changes', async () => {
       const { agent, ready } = await org()
       const t = await card(agent, ready)
-      await refused(
+      await expectRefused(
         agent,
         'delete_column',
         { columnId: ready, destinationColumnId: ready },
@@ -224,14 +229,14 @@ describe.each(STORAGES)('columns (%s)', (kind) => {
     test('an unknown destinationColumnId is a 404 naming it, and nothing changes', async () => {
       const { agent, ready } = await org()
       const t = await card(agent, ready)
-      await refused(
+      await expectRefused(
         agent,
         'delete_column',
         { columnId: ready, destinationColumnId: randomUUID() },
         404,
         /destinationColumnId/,
       )
-      await refused(
+      await expectRefused(
         agent,
         'delete_column',
         { columnId: ready, destinationColumnId: 'done' },
@@ -244,15 +249,15 @@ describe.each(STORAGES)('columns (%s)', (kind) => {
 
     test('delete_column of a column that does not exist is a 404', async () => {
       const { agent, done } = await org()
-      await refused(agent, 'delete_column', { columnId: randomUUID() }, 404, /columnId/)
-      await refused(
+      await expectRefused(agent, 'delete_column', { columnId: randomUUID() }, 404, /columnId/)
+      await expectRefused(
         agent,
         'delete_column',
         { columnId: randomUUID(), destinationColumnId: done },
         404,
         /columnId/,
       )
-      await refused(agent, 'delete_column', {}, 400, /columnId is required/)
+      await expectRefused(agent, 'delete_column', {}, 400, /columnId is required/)
     })
   })
 })

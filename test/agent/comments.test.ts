@@ -2,22 +2,16 @@ import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import * as Y from 'yjs'
 import { boardDocName, boardMaps } from '../../shared/board-doc.ts'
-import { Agent, connectProvider, ownerWithAgent, type Person } from '../support/client.ts'
+import {
+  Agent,
+  connectProvider,
+  eventuallyAsync,
+  ownerWithAgent,
+  type Person,
+} from '../support/client.ts'
+import { expectRefused, ISO } from '../support/fixtures.ts'
 import { startServer, type TestServer } from '../support/server.ts'
 import { STORAGES } from '../support/storage.ts'
-
-const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/
-
-/** Polls an async check until it gives a value, or fails after `ms`. */
-async function until<T>(check: () => Promise<T | undefined>, ms = 5000): Promise<T> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const v = await check()
-    if (v !== undefined) return v
-    if (Date.now() > deadline) throw new Error('condition not met in time')
-    await new Promise((r) => setTimeout(r, 10))
-  }
-}
 
 describe.each(STORAGES)('comments (%s)', (kind) => {
   let server: TestServer
@@ -53,7 +47,7 @@ describe.each(STORAGES)('comments (%s)', (kind) => {
         m.set('editedAt', null)
         boardMaps(live.doc).comments.set(id, m)
       })
-      await until(async () => {
+      await eventuallyAsync(async () => {
         const { comments } = await agent.ok('get_task', { taskId })
         return comments.some((c: { id: string }) => c.id === id) ? true : undefined
       })
@@ -65,18 +59,6 @@ describe.each(STORAGES)('comments (%s)', (kind) => {
 
   const queue = async (agent: Agent) =>
     (await agent.ok('get_board', { lastCommentBy: 'human' })).tasks.map((t: { id: string }) => t.id)
-
-  async function refused(
-    agent: Agent,
-    action: string,
-    params: unknown,
-    status: number,
-    re: RegExp,
-  ) {
-    const res = await agent.call(action, params)
-    expect(res.status, JSON.stringify(res.body)).toBe(status)
-    expect(res.body.error).toMatch(re)
-  }
 
   describe('add_comment', () => {
     test('add_comment returns the comment with its id, body, the key’s robot e-mail as author, agentName and creation time', async () => {
@@ -106,9 +88,9 @@ describe.each(STORAGES)('comments (%s)', (kind) => {
       const { agent, taskId } = await orgWithCard()
       const long = 'b'.repeat(10_000)
       expect((await agent.ok('add_comment', { taskId, body: long })).comment.body).toBe(long)
-      await refused(agent, 'add_comment', { taskId, body: '' }, 400, /body/)
-      await refused(agent, 'add_comment', { taskId, body: `${long}b` }, 400, /body.*10000/)
-      await refused(agent, 'add_comment', { taskId }, 400, /body is required/)
+      await expectRefused(agent, 'add_comment', { taskId, body: '' }, 400, /body/)
+      await expectRefused(agent, 'add_comment', { taskId, body: `${long}b` }, 400, /body.*10000/)
+      await expectRefused(agent, 'add_comment', { taskId }, 400, /body is required/)
       expect((await agent.ok('get_task', { taskId })).comments).toHaveLength(1)
     })
 
@@ -121,8 +103,14 @@ describe.each(STORAGES)('comments (%s)', (kind) => {
 
     test('add_comment on a card that does not exist is a 404', async () => {
       const { agent } = await orgWithCard()
-      await refused(agent, 'add_comment', { taskId: randomUUID(), body: 'x' }, 404, /taskId/)
-      await refused(agent, 'add_comment', { taskId: 'card-1', body: 'x' }, 400, /taskId.*UUID/)
+      await expectRefused(agent, 'add_comment', { taskId: randomUUID(), body: 'x' }, 404, /taskId/)
+      await expectRefused(
+        agent,
+        'add_comment',
+        { taskId: 'card-1', body: 'x' },
+        400,
+        /taskId.*UUID/,
+      )
     })
 
     test('a comment sent without agentName counts as a human’s for lastCommentBy', async () => {
@@ -176,7 +164,7 @@ describe.each(STORAGES)('comments (%s)', (kind) => {
           }),
         ),
       )
-      await until(async () => (committed.length === n ? true : undefined))
+      await eventuallyAsync(async () => (committed.length === n ? true : undefined))
       const { task, comments } = await agent.ok('get_task', { taskId })
       expect(comments.map((c: { id: string }) => c.id)).toEqual(committed)
       const stamps = comments.map((c: { createdAt: string }) => c.createdAt)
@@ -218,15 +206,21 @@ describe.each(STORAGES)('comments (%s)', (kind) => {
     test('update_comment body is 1–10,000 characters', async () => {
       const { agent, taskId } = await orgWithCard()
       const { comment } = await agent.ok('add_comment', { taskId, body: 'keep' })
-      await refused(agent, 'update_comment', { commentId: comment.id, body: '' }, 400, /body/)
-      await refused(
+      await expectRefused(agent, 'update_comment', { commentId: comment.id, body: '' }, 400, /body/)
+      await expectRefused(
         agent,
         'update_comment',
         { commentId: comment.id, body: 'x'.repeat(10_001) },
         400,
         /body.*10000/,
       )
-      await refused(agent, 'update_comment', { commentId: comment.id }, 400, /body is required/)
+      await expectRefused(
+        agent,
+        'update_comment',
+        { commentId: comment.id },
+        400,
+        /body is required/,
+      )
       expect((await agent.ok('get_task', { taskId })).comments).toEqual([comment])
       const ok = await agent.ok('update_comment', {
         commentId: comment.id,
@@ -241,14 +235,14 @@ describe.each(STORAGES)('comments (%s)', (kind) => {
       const { owner, agent, taskId } = await orgWithCard()
       const commentId = await personComments(owner, agent, taskId, 'Mine, not yours')
       const before = (await agent.ok('get_task', { taskId })).comments
-      await refused(
+      await expectRefused(
         agent,
         'update_comment',
         { commentId, body: 'hijack' },
         403,
         /not written by this key/,
       )
-      await refused(agent, 'delete_comment', { commentId }, 403, /not written by this key/)
+      await expectRefused(agent, 'delete_comment', { commentId }, 403, /not written by this key/)
       expect((await agent.ok('get_task', { taskId })).comments).toEqual(before)
     })
 
@@ -260,14 +254,14 @@ describe.each(STORAGES)('comments (%s)', (kind) => {
         body: 'from key two',
         agentName: 'Ada',
       })
-      await refused(
+      await expectRefused(
         agent,
         'update_comment',
         { commentId: comment.id, body: 'x', agentName: 'Ada' },
         403,
         /not written by this key/,
       )
-      await refused(
+      await expectRefused(
         agent,
         'delete_comment',
         { commentId: comment.id },
@@ -284,9 +278,9 @@ describe.each(STORAGES)('comments (%s)', (kind) => {
     test('update_comment and delete_comment of a comment that does not exist are a 404', async () => {
       const { agent } = await orgWithCard()
       const commentId = randomUUID()
-      await refused(agent, 'update_comment', { commentId, body: 'x' }, 404, /commentId/)
-      await refused(agent, 'delete_comment', { commentId }, 404, /commentId/)
-      await refused(agent, 'delete_comment', { commentId: 'c1' }, 400, /commentId.*UUID/)
+      await expectRefused(agent, 'update_comment', { commentId, body: 'x' }, 404, /commentId/)
+      await expectRefused(agent, 'delete_comment', { commentId }, 404, /commentId/)
+      await expectRefused(agent, 'delete_comment', { commentId: 'c1' }, 400, /commentId.*UUID/)
     })
   })
 
@@ -313,8 +307,8 @@ describe.each(STORAGES)('comments (%s)', (kind) => {
       expect(await queue(agent)).toEqual([])
       const board = await agent.ok('get_board', { include: ['comments'] })
       expect(board.comments).toEqual([first])
-      await refused(agent, 'delete_comment', { commentId: second.id }, 404, /commentId/)
-      await refused(
+      await expectRefused(agent, 'delete_comment', { commentId: second.id }, 404, /commentId/)
+      await expectRefused(
         agent,
         'update_comment',
         { commentId: second.id, body: 'back?' },

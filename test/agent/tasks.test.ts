@@ -1,14 +1,12 @@
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { type Agent, ownerWithAgent } from '../support/client.ts'
+import type { Agent } from '../support/client.ts'
+import { expectRefused, ISO, ids, seededOrg } from '../support/fixtures.ts'
 import { startServer, type TestServer } from '../support/server.ts'
 import { STORAGES } from '../support/storage.ts'
 
 const TYPES = ['bug', 'feature', 'improvement', 'chore', 'question', 'research'] as const
 const LEVELS = ['urgent', 'high', 'normal', 'low'] as const
-const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/
-
-const ids = (list: { id: string }[]) => list.map((x) => x.id)
 
 describe.each(STORAGES)('card writes (%s)', (kind) => {
   let server: TestServer
@@ -18,32 +16,13 @@ describe.each(STORAGES)('card writes (%s)', (kind) => {
   })
   afterAll(() => server.close())
 
-  async function org() {
-    const { owner, agent, orgId } = await ownerWithAgent(server.url)
-    const { columns } = await agent.ok('list_columns')
-    const [backlog, ready] = ids(columns) as [string, string]
-    return { owner, agent, orgId, backlog, ready }
-  }
+  const org = () => seededOrg(server.url)
 
   const card = async (agent: Agent, params: Record<string, unknown>) =>
     (await agent.ok('create_task', { title: 'A card', ...params })).task
 
   const tasksIn = async (agent: Agent, columnId: string) =>
     ids((await agent.ok('get_board', { columnId })).tasks)
-
-  /** A refused call: its status, and a message naming what was wrong. */
-  async function refused(
-    agent: Agent,
-    action: string,
-    params: unknown,
-    status: number,
-    re: RegExp,
-  ) {
-    const res = await agent.call(action, params)
-    expect(res.status, JSON.stringify(res.body)).toBe(status)
-    expect(res.body.error).toMatch(re)
-    return res.body.error as string
-  }
 
   describe('create_task', () => {
     test('create_task returns the new card in full: untriaged, untagged, unclaimed, by the key’s robot account', async () => {
@@ -111,16 +90,22 @@ describe.each(STORAGES)('card writes (%s)', (kind) => {
         const t = await card(agent, { columnId: backlog, priority })
         expect(t).toMatchObject({ priority, ownPriority: priority })
       }
-      await refused(
+      await expectRefused(
         agent,
         'create_task',
         { columnId: backlog, title: 't', type: 'epic' },
         400,
         /type/,
       )
-      await refused(agent, 'create_task', { columnId: backlog, title: 't', type: '' }, 400, /type/)
+      await expectRefused(
+        agent,
+        'create_task',
+        { columnId: backlog, title: 't', type: '' },
+        400,
+        /type/,
+      )
       for (const priority of ['none', 'critical', 'URGENT', '', null]) {
-        await refused(
+        await expectRefused(
           agent,
           'create_task',
           { columnId: backlog, title: 't', priority },
@@ -139,14 +124,14 @@ describe.each(STORAGES)('card writes (%s)', (kind) => {
 
     test('a projectId that is no project of this organisation is refused with 400 naming it', async () => {
       const { agent, backlog } = await org()
-      await refused(
+      await expectRefused(
         agent,
         'create_task',
         { columnId: backlog, title: 't', projectId: randomUUID() },
         400,
         /projectId/,
       )
-      await refused(
+      await expectRefused(
         agent,
         'create_task',
         { columnId: backlog, title: 't', projectId: 'apollo' },
@@ -157,15 +142,21 @@ describe.each(STORAGES)('card writes (%s)', (kind) => {
 
     test('a columnId that does not exist is a 404; a malformed or missing one a 400', async () => {
       const { agent } = await org()
-      await refused(agent, 'create_task', { columnId: randomUUID(), title: 't' }, 404, /columnId/)
-      await refused(
+      await expectRefused(
+        agent,
+        'create_task',
+        { columnId: randomUUID(), title: 't' },
+        404,
+        /columnId/,
+      )
+      await expectRefused(
         agent,
         'create_task',
         { columnId: 'backlog', title: 't' },
         400,
         /columnId.*UUID/,
       )
-      await refused(agent, 'create_task', { title: 't' }, 400, /columnId is required/)
+      await expectRefused(agent, 'create_task', { title: 't' }, 400, /columnId is required/)
     })
 
     test('title is 1–500 characters', async () => {
@@ -174,23 +165,23 @@ describe.each(STORAGES)('card writes (%s)', (kind) => {
       expect((await card(agent, { columnId: backlog, title: 't'.repeat(500) })).title).toHaveLength(
         500,
       )
-      await refused(agent, 'create_task', { columnId: backlog, title: '' }, 400, /title/)
-      await refused(
+      await expectRefused(agent, 'create_task', { columnId: backlog, title: '' }, 400, /title/)
+      await expectRefused(
         agent,
         'create_task',
         { columnId: backlog, title: 't'.repeat(501) },
         400,
         /title.*500/,
       )
-      await refused(agent, 'create_task', { columnId: backlog }, 400, /title is required/)
-      await refused(agent, 'create_task', { columnId: backlog, title: 12 }, 400, /title/)
+      await expectRefused(agent, 'create_task', { columnId: backlog }, 400, /title is required/)
+      await expectRefused(agent, 'create_task', { columnId: backlog, title: 12 }, 400, /title/)
     })
 
     test('description is at most 20,000 characters', async () => {
       const { agent, backlog } = await org()
       const long = 'd'.repeat(20_000)
       expect((await card(agent, { columnId: backlog, description: long })).description).toBe(long)
-      await refused(
+      await expectRefused(
         agent,
         'create_task',
         { columnId: backlog, title: 't', description: `${long}d` },
@@ -273,8 +264,14 @@ describe.each(STORAGES)('card writes (%s)', (kind) => {
     test('at least one field is required: none, or identity fields only, is a 400', async () => {
       const { agent, backlog } = await org()
       const t = await card(agent, { columnId: backlog })
-      await refused(agent, 'update_task', { taskId: t.id }, 400, /at least one/)
-      await refused(agent, 'update_task', { taskId: t.id, agentName: 'Ada' }, 400, /at least one/)
+      await expectRefused(agent, 'update_task', { taskId: t.id }, 400, /at least one/)
+      await expectRefused(
+        agent,
+        'update_task',
+        { taskId: t.id, agentName: 'Ada' },
+        400,
+        /at least one/,
+      )
     })
 
     test('an empty string clears description, type or priority (back to untriaged)', async () => {
@@ -299,7 +296,7 @@ describe.each(STORAGES)('card writes (%s)', (kind) => {
     test('a null priority is refused with 400 naming priority; other nulls too', async () => {
       const { agent, backlog } = await org()
       const t = await card(agent, { columnId: backlog, priority: 'low' })
-      const message = await refused(
+      const message = await expectRefused(
         agent,
         'update_task',
         { taskId: t.id, priority: null },
@@ -307,9 +304,15 @@ describe.each(STORAGES)('card writes (%s)', (kind) => {
         /priority/,
       )
       expect(message).toMatch(/null/)
-      await refused(agent, 'update_task', { taskId: t.id, type: null }, 400, /type/)
-      await refused(agent, 'update_task', { taskId: t.id, description: null }, 400, /description/)
-      await refused(agent, 'update_task', { taskId: t.id, title: null }, 400, /title/)
+      await expectRefused(agent, 'update_task', { taskId: t.id, type: null }, 400, /type/)
+      await expectRefused(
+        agent,
+        'update_task',
+        { taskId: t.id, description: null },
+        400,
+        /description/,
+      )
+      await expectRefused(agent, 'update_task', { taskId: t.id, title: null }, 400, /title/)
       expect((await agent.ok('get_task', { taskId: t.id })).task.priority).toBe('low')
     })
 
@@ -317,7 +320,7 @@ describe.each(STORAGES)('card writes (%s)', (kind) => {
       const { owner, agent, backlog } = await org()
       const p = await owner.createProject('P')
       const t = await card(agent, { columnId: backlog, projectId: p })
-      const message = await refused(
+      const message = await expectRefused(
         agent,
         'update_task',
         { taskId: t.id, projectId: null },
@@ -325,14 +328,14 @@ describe.each(STORAGES)('card writes (%s)', (kind) => {
         /projectId/,
       )
       expect(message).toMatch(/unset/)
-      await refused(agent, 'update_task', { taskId: t.id, projectId: '' }, 400, /projectId/)
+      await expectRefused(agent, 'update_task', { taskId: t.id, projectId: '' }, 400, /projectId/)
       expect((await agent.ok('get_task', { taskId: t.id })).task.projectId).toBe(p)
     })
 
     test('a projectId that is no project of this organisation is refused with 400', async () => {
       const { agent, backlog } = await org()
       const t = await card(agent, { columnId: backlog })
-      await refused(
+      await expectRefused(
         agent,
         'update_task',
         { taskId: t.id, projectId: randomUUID() },
@@ -345,23 +348,23 @@ describe.each(STORAGES)('card writes (%s)', (kind) => {
     test('update_task checks the limits: title 1–500, description ≤20,000, type and priority values', async () => {
       const { agent, backlog } = await org()
       const t = await card(agent, { columnId: backlog, title: 'Same' })
-      await refused(agent, 'update_task', { taskId: t.id, title: '' }, 400, /title/)
-      await refused(
+      await expectRefused(agent, 'update_task', { taskId: t.id, title: '' }, 400, /title/)
+      await expectRefused(
         agent,
         'update_task',
         { taskId: t.id, title: 'x'.repeat(501) },
         400,
         /title.*500/,
       )
-      await refused(
+      await expectRefused(
         agent,
         'update_task',
         { taskId: t.id, description: 'x'.repeat(20_001) },
         400,
         /description.*20000/,
       )
-      await refused(agent, 'update_task', { taskId: t.id, type: 'epic' }, 400, /type/)
-      await refused(agent, 'update_task', { taskId: t.id, priority: 'none' }, 400, /priority/)
+      await expectRefused(agent, 'update_task', { taskId: t.id, type: 'epic' }, 400, /type/)
+      await expectRefused(agent, 'update_task', { taskId: t.id, priority: 'none' }, 400, /priority/)
       const { task } = await agent.ok('update_task', { taskId: t.id, title: 'y'.repeat(500) })
       expect(task.title).toHaveLength(500)
     })
@@ -369,7 +372,7 @@ describe.each(STORAGES)('card writes (%s)', (kind) => {
     test('a refused update leaves the card as it was, even when other fields were valid', async () => {
       const { agent, backlog } = await org()
       const t = await card(agent, { columnId: backlog, title: 'Untouched', priority: 'low' })
-      await refused(
+      await expectRefused(
         agent,
         'update_task',
         { taskId: t.id, title: 'Changed', projectId: randomUUID() },
@@ -381,8 +384,8 @@ describe.each(STORAGES)('card writes (%s)', (kind) => {
 
     test('update_task on a card that does not exist is a 404', async () => {
       const { agent } = await org()
-      await refused(agent, 'update_task', { taskId: randomUUID(), title: 'x' }, 404, /taskId/)
-      await refused(agent, 'update_task', { taskId: 'nope', title: 'x' }, 400, /taskId.*UUID/)
+      await expectRefused(agent, 'update_task', { taskId: randomUUID(), title: 'x' }, 404, /taskId/)
+      await expectRefused(agent, 'update_task', { taskId: 'nope', title: 'x' }, 400, /taskId.*UUID/)
     })
   })
 
@@ -425,7 +428,7 @@ describe.each(STORAGES)('card writes (%s)', (kind) => {
       const t = await card(agent, { columnId: backlog })
       await agent.ok('set_task_tags', { taskId: t.id, tags: ['keep'] })
       const tags = Array.from({ length: 21 }, (_, i) => `tag${i}`)
-      await refused(agent, 'set_task_tags', { taskId: t.id, tags }, 400, /\b20\b/)
+      await expectRefused(agent, 'set_task_tags', { taskId: t.id, tags }, 400, /\b20\b/)
       expect((await agent.ok('get_task', { taskId: t.id })).task.tags).toEqual(['keep'])
     })
 
@@ -441,7 +444,7 @@ describe.each(STORAGES)('card writes (%s)', (kind) => {
       const { agent, backlog } = await org()
       const t = await card(agent, { columnId: backlog })
       await agent.ok('set_task_tags', { taskId: t.id, tags: ['keep'] })
-      await refused(
+      await expectRefused(
         agent,
         'set_task_tags',
         { taskId: t.id, tags: ['ok', 'y'.repeat(41)] },
@@ -460,15 +463,21 @@ describe.each(STORAGES)('card writes (%s)', (kind) => {
     test('tags must be an array of non-empty strings', async () => {
       const { agent, backlog } = await org()
       const t = await card(agent, { columnId: backlog })
-      await refused(agent, 'set_task_tags', { taskId: t.id }, 400, /tags is required/)
-      await refused(agent, 'set_task_tags', { taskId: t.id, tags: 'a,b' }, 400, /tags/)
-      await refused(agent, 'set_task_tags', { taskId: t.id, tags: ['a', 3] }, 400, /tags/)
-      await refused(agent, 'set_task_tags', { taskId: t.id, tags: ['a', '   '] }, 400, /tags\[1\]/)
+      await expectRefused(agent, 'set_task_tags', { taskId: t.id }, 400, /tags is required/)
+      await expectRefused(agent, 'set_task_tags', { taskId: t.id, tags: 'a,b' }, 400, /tags/)
+      await expectRefused(agent, 'set_task_tags', { taskId: t.id, tags: ['a', 3] }, 400, /tags/)
+      await expectRefused(
+        agent,
+        'set_task_tags',
+        { taskId: t.id, tags: ['a', '   '] },
+        400,
+        /tags\[1\]/,
+      )
     })
 
     test('set_task_tags on a card that does not exist is a 404', async () => {
       const { agent } = await org()
-      await refused(agent, 'set_task_tags', { taskId: randomUUID(), tags: [] }, 404, /taskId/)
+      await expectRefused(agent, 'set_task_tags', { taskId: randomUUID(), tags: [] }, 404, /taskId/)
     })
   })
 
@@ -507,10 +516,28 @@ describe.each(STORAGES)('card writes (%s)', (kind) => {
     test('move_task to a column or of a card that does not exist is a 404, and nothing moves', async () => {
       const { agent, backlog } = await org()
       const t = await card(agent, { columnId: backlog })
-      await refused(agent, 'move_task', { taskId: t.id, columnId: randomUUID() }, 404, /columnId/)
-      await refused(agent, 'move_task', { taskId: randomUUID(), columnId: backlog }, 404, /taskId/)
-      await refused(agent, 'move_task', { taskId: t.id, columnId: 'done' }, 400, /columnId.*UUID/)
-      await refused(
+      await expectRefused(
+        agent,
+        'move_task',
+        { taskId: t.id, columnId: randomUUID() },
+        404,
+        /columnId/,
+      )
+      await expectRefused(
+        agent,
+        'move_task',
+        { taskId: randomUUID(), columnId: backlog },
+        404,
+        /taskId/,
+      )
+      await expectRefused(
+        agent,
+        'move_task',
+        { taskId: t.id, columnId: 'done' },
+        400,
+        /columnId.*UUID/,
+      )
+      await expectRefused(
         agent,
         'move_task',
         { taskId: t.id, columnId: backlog, position: '1' },
@@ -544,8 +571,8 @@ describe.each(STORAGES)('card writes (%s)', (kind) => {
 
     test('archive_task on a card that does not exist is a 404', async () => {
       const { agent } = await org()
-      await refused(agent, 'archive_task', { taskId: randomUUID() }, 404, /taskId/)
-      await refused(agent, 'archive_task', {}, 400, /taskId is required/)
+      await expectRefused(agent, 'archive_task', { taskId: randomUUID() }, 404, /taskId/)
+      await expectRefused(agent, 'archive_task', {}, 400, /taskId is required/)
     })
   })
 })

@@ -7,6 +7,7 @@ import {
   Agent,
   connectProvider,
   eventually,
+  eventuallyAsync,
   ownerWithAgent,
   type Person,
 } from '../support/client.ts'
@@ -23,16 +24,6 @@ import {
   truncate,
   webp,
 } from './fixtures.ts'
-
-async function until<T>(check: () => Promise<T | undefined>, ms = 5000): Promise<T> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const v = await check()
-    if (v !== undefined) return v
-    if (Date.now() > deadline) throw new Error('condition not met in time')
-    await new Promise((r) => setTimeout(r, 20))
-  }
-}
 
 /**
  * Images through the agent endpoint (specification: Images, Attachment): node images with
@@ -412,7 +403,7 @@ describe.each(STORAGES)('images (%s)', (kind) => {
         imageBase64: toBase64(png()),
       })
       // The cursor trails the present by about a second, so the change may take a moment to show.
-      const ids = await until(async () => {
+      const ids = await eventuallyAsync(async () => {
         const res = await agent.ok('get_changes', { since: cursor })
         const listed = res.attachments.map((a: { id: string }) => a.id)
         return listed.includes(attachment.id) ? listed : undefined

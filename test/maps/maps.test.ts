@@ -7,22 +7,12 @@ import {
   type Agent,
   connectProvider,
   eventually,
+  eventuallyAsync,
   ownerWithAgent,
   type Person,
 } from '../support/client.ts'
 import { startServer, type TestServer } from '../support/server.ts'
 import { STORAGES } from '../support/storage.ts'
-
-/** Polls an async check until it yields a value, or fails after `ms`. */
-async function until<T>(check: () => Promise<T | undefined>, ms = 5000): Promise<T> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const v = await check()
-    if (v !== undefined) return v
-    if (Date.now() > deadline) throw new Error('condition not met in time')
-    await new Promise((r) => setTimeout(r, 10))
-  }
-}
 
 /** Maps, nodes and edges through the agent endpoint (specification: Maps, Nodes, Edges). */
 describe.each(STORAGES)('mind maps (%s)', (kind) => {
@@ -582,7 +572,7 @@ describe.each(STORAGES)('mind maps (%s)', (kind) => {
           m.set('imageUrl', null)
           mapDocMaps(live.doc).nodes.set(id, m)
         })
-        const read = await until(async () => {
+        const read = await eventuallyAsync(async () => {
           const r = await agent.ok('get_map', { mapId: map.id })
           return r.nodes.length === 1 ? r : undefined
         })

@@ -9,10 +9,11 @@ export interface TestServer {
   close(): Promise<void>
 }
 
-/** A real server on port 0 over a fresh database of the given kind. */
+/** A real server on port 0 over a fresh database of the given kind (`options`: createApp's seams). */
 export async function startServer(
   kind: StorageKind,
   overrides: Partial<Config> = {},
+  options: Omit<Parameters<typeof createApp>[1], 'db'> = {},
 ): Promise<TestServer> {
   const storage = await freshDb(kind)
   const config: Config = {
@@ -24,7 +25,7 @@ export async function startServer(
     scryptN: 1024,
     ...overrides,
   }
-  const app = await createApp(config, { db: storage.db })
+  const app = await createApp(config, { ...options, db: storage.db })
   const url = await app.listen()
   return {
     app,

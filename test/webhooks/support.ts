@@ -1,12 +1,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { createApp } from '../../server/app.ts'
-import { type Config, loadConfig } from '../../server/config.ts'
+import type { Config } from '../../server/config.ts'
 import type { WebhookOptions } from '../../server/webhooks/webhooks.ts'
 import type { WebhookEventType } from '../../shared/schemas/webhooks.ts'
 import type { Agent, Person } from '../support/client.ts'
-import type { TestServer } from '../support/server.ts'
-import { freshDb, type StorageKind } from '../support/storage.ts'
+import { startServer, type TestServer } from '../support/server.ts'
+import type { StorageKind } from '../support/storage.ts'
 
 export const ALL_EVENTS: WebhookEventType[] = ['card.created', 'card.moved', 'comment.added']
 
@@ -124,36 +123,13 @@ export class FakeClock {
   }
 }
 
-/**
- * Like test/support/server.ts's startServer, plus the webhook seams (clock, timing,
- * hooks); private addresses allowed, since the receivers are on loopback.
- */
-export async function startWebhookServer(
+/** startServer with the webhook seams (clock, timing, hooks), private addresses allowed: the receivers are on loopback. */
+export function startWebhookServer(
   kind: StorageKind,
   webhooks: WebhookOptions = {},
   overrides: Partial<Config> = {},
 ): Promise<TestServer> {
-  const storage = await freshDb(kind)
-  const config: Config = {
-    ...loadConfig({}),
-    port: 0,
-    host: '127.0.0.1',
-    logLevel: 'error',
-    scryptN: 1024,
-    webhookAllowPrivate: true,
-    ...overrides,
-  }
-  const app = await createApp(config, { db: storage.db, webhooks })
-  const url = await app.listen()
-  return {
-    app,
-    url,
-    storage,
-    async close() {
-      await app.close()
-      await storage.drop()
-    },
-  }
+  return startServer(kind, { webhookAllowPrivate: true, ...overrides }, { webhooks })
 }
 
 /** Registers a webhook as `person`, insisting on 201. */
