@@ -43,7 +43,7 @@ export function mcpEndpoint(services: Services, log: Logger) {
       }
       let key: Awaited<ReturnType<typeof authenticateApiKey>>
       try {
-        key = await authenticateApiKey(services.db, bearerKey(req))
+        key = await authenticateApiKey(services.db.lane, bearerKey(req))
       } catch (error) {
         if (error instanceof ApiError && error.status === 401) {
           res.setHeader('www-authenticate', 'Bearer realm="corkboard"')

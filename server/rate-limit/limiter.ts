@@ -119,7 +119,7 @@ export class RateLimiter {
     let undone = false
     if (budgets.length === 1) {
       const only = budgets[0] as Budget
-      results = [await chargeBucket(this.db, bucketOf(only), now, only.quota)]
+      results = [await chargeBucket(this.db.lane, bucketOf(only), now, only.quota)]
     } else {
       // Both counters move together or not at all; always the key's first, so two requests
       // lock buckets in the same order.
