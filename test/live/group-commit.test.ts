@@ -121,12 +121,12 @@ describe('writes computed while an earlier one commits are stored together (post
 
   beforeAll(async () => {
     server = await startServer('postgres', { rateLimitPerKey: 100_000 })
-    // A card titled SLOW takes 400 ms to commit: the writes sent meanwhile pile up behind it.
+    // A card titled SLOW takes a second to commit: the writes sent meanwhile pile up behind it.
     await server.storage.db.query(`
       create function slow_commit() returns trigger language plpgsql as $$
       begin
         if position('SLOW'::bytea in new.data) > 0 then
-          perform pg_sleep(0.4);
+          perform pg_sleep(1);
         end if;
         return new;
       end $$`)
