@@ -1,5 +1,7 @@
 import type { Row, Transaction } from './db.ts'
 
+type Run = (text: string, params: readonly unknown[]) => Promise<Row[]>
+
 /**
  * Wraps a transaction's connection so every statement issued inside it is tracked. At
  * commit, the statements still outstanding are awaited together with the COMMIT, so a
@@ -7,8 +9,6 @@ import type { Row, Transaction } from './db.ts'
  * The first failure in issue order is what the caller sees (a statement after it fails
  * only because the transaction was already aborted).
  */
-type Run = (text: string, params: readonly unknown[]) => Promise<Row[]>
-
 export class TrackedTx implements Transaction {
   private readonly outstanding: Promise<unknown>[] = []
   private readonly run: Run

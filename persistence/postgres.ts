@@ -55,7 +55,6 @@ const LANE_CONNECTIONS = 2
 
 export function openPostgres(url: string, max: number): Db {
   const options = {
-    max,
     onnotice: () => {},
     // Postgres int8 (bigserial ids, counts) as JS numbers: none of ours pass 2^53.
     types: {

@@ -1,7 +1,7 @@
 -- What live writes record besides their own statements, for one document, as one
--- statement: each write's agent key held FOR SHARE until commit (so a revocation waits for
--- it, as hold_api_key does), each write's document update as its own row, the change
--- rows, and the webhook outbox (each event stored once when some enabled endpoint
+-- statement: each write's agent key held FOR SHARE until commit (a revocation waits for the
+-- write; a key revoked before stops it), each write's document update as its own row, the
+-- change rows, and the webhook outbox (each event stored once when some enabled endpoint
 -- subscribes to its type, one delivery per such endpoint). Writes computed one after
 -- another are stored together: one message, one reply, one commit.
 --

@@ -18,15 +18,16 @@ function project(w: WriteScope, row: ClaimRow, now: number): ClaimRecord {
   return claimRecordFromRow(row, now)
 }
 
-/** claim_task: see the schema. Claim locked; 404 for a card not in this organisation. */
-export async function claim_task(
+/** claim_task and heartbeat_task: take or extend the lease with `lease`, then project it. */
+function leaseWrite(
   ctx: ActionContext,
-  input: ActionInput<'claim_task'>,
-): Promise<ActionResults['claim_task']> {
+  input: { taskId: string; note?: string | undefined },
+  lease: typeof acquireClaim,
+) {
   return ctx.writeBoard(async (w) => {
     new BoardView(w.doc).requireTask(input.taskId)
     const now = ctx.clock.now()
-    const row = await acquireClaim(w.tx, {
+    const row = await lease(w.tx, {
       orgId: ctx.key.orgId,
       taskId: input.taskId,
       actor: ctx.actor,
@@ -38,24 +39,20 @@ export async function claim_task(
   })
 }
 
+/** claim_task: see the schema. Claim locked; 404 for a card not in this organisation. */
+export async function claim_task(
+  ctx: ActionContext,
+  input: ActionInput<'claim_task'>,
+): Promise<ActionResults['claim_task']> {
+  return leaseWrite(ctx, input, acquireClaim)
+}
+
 /** heartbeat_task: see the schema. Claim locked; not idempotent (each call moves expiresAt). */
 export async function heartbeat_task(
   ctx: ActionContext,
   input: ActionInput<'heartbeat_task'>,
 ): Promise<ActionResults['heartbeat_task']> {
-  return ctx.writeBoard(async (w) => {
-    new BoardView(w.doc).requireTask(input.taskId)
-    const now = ctx.clock.now()
-    const row = await heartbeatClaim(w.tx, {
-      orgId: ctx.key.orgId,
-      taskId: input.taskId,
-      actor: ctx.actor,
-      note: input.note,
-      now,
-      leaseMs: ctx.config.claimLeaseSeconds * 1000,
-    })
-    return { claim: project(w, row, now) }
-  })
+  return leaseWrite(ctx, input, heartbeatClaim)
 }
 
 /** release_task: see the schema. Claim locked; idempotent (a second call returns released: false). */

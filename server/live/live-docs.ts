@@ -691,23 +691,32 @@ export class LiveDocs {
     await p.flushing
   }
 
+  /** What `docName` appended since its last compaction (kept from here on). */
+  private appendState(docName: string) {
+    let n = this.appended.get(docName)
+    if (!n) {
+      n = { rows: 0, bytes: 0, snapshot: 0 }
+      this.appended.set(docName, n)
+    }
+    return n
+  }
+
   private countAppend(docName: string, bytes: number): void {
-    const n = this.appended.get(docName) ?? { rows: 0, bytes: 0, snapshot: 0 }
+    const n = this.appendState(docName)
     n.rows += 1
     n.bytes += bytes
-    this.appended.set(docName, n)
     if (n.rows >= COMPACT_AFTER && n.bytes >= n.snapshot * COMPACT_GROWTH) {
       this.scheduleCompaction(docName)
     }
   }
 
   private scheduleCompaction(docName: string): void {
-    const n = this.appended.get(docName) ?? { rows: 0, bytes: 0, snapshot: 0 }
-    this.appended.set(docName, { ...n, rows: 0, bytes: 0 })
+    const n = this.appendState(docName)
+    n.rows = 0
+    n.bytes = 0
     const job = compact(this.db, docName, (updates) => this.compactor.snapshot(updates))
       .then((snapshot) => {
-        const now = this.appended.get(docName)
-        if (now && snapshot !== undefined) now.snapshot = snapshot
+        if (snapshot !== undefined) this.appendState(docName).snapshot = snapshot
       })
       .catch((error: unknown) => this.log.error(`compacting ${docName} failed`, error))
       .finally(() => this.compactions.delete(job))

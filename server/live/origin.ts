@@ -40,13 +40,11 @@ export interface DomainEvent {
 }
 
 /**
- * A write's events ready to travel as parameters of its record statement (record_write):
- * one id, type and exact payload per event.
+ * A write's events ready to travel as parameters of its record statement (record_writes):
+ * each with its id and exact payload.
  */
 export interface StagedEvents {
-  ids: string[]
-  types: string[]
-  payloads: string[]
+  rows: { id: string; type: EventType; payload: string }[]
   createdAt: Date
 }
 

@@ -13,7 +13,7 @@ export interface WriteRecord {
 
 /** True when there is nothing to store (a write that found nothing to change). */
 export function recordsNothing(r: WriteRecord): boolean {
-  return r.update === undefined && r.changes.length === 0 && (r.events?.ids.length ?? 0) === 0
+  return r.update === undefined && r.changes.length === 0 && (r.events?.rows.length ?? 0) === 0
 }
 
 const RECORD = `select stored, delivery_id from record_writes(
@@ -71,15 +71,14 @@ export async function recordWrites(
       changes.kinds.push(c.kind)
       changes.ids.push(c.entityId)
     }
-    const e = r.events
-    if (!e) continue
-    for (const [j, id] of e.ids.entries()) {
+    // As text: a Date array would be sent as one timestamptz.
+    const at = r.events?.createdAt.toISOString()
+    for (const e of r.events?.rows ?? []) {
       events.writes.push(i + 1)
-      events.ids.push(id)
-      events.types.push(e.types[j] as string)
-      events.payloads.push(e.payloads[j] as string)
-      // As text: a Date array would be sent as one timestamptz.
-      events.times.push(e.createdAt.toISOString())
+      events.ids.push(e.id)
+      events.types.push(e.type)
+      events.payloads.push(e.payload)
+      events.times.push(at as string)
     }
   }
   const rows = await q.query<{ stored: number; delivery_id: string | null }>(RECORD, [

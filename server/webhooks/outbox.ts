@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { Queryable } from '../../persistence/db.ts'
 import { holderLabel } from '../../shared/labels.ts'
 import type { WebhookActor } from '../../shared/schemas/webhooks.ts'
-import type { DomainEvent, EventSink, StagedEvents, WriteOrigin } from '../live/origin.ts'
+import type { DomainEvent, EventSink, WriteOrigin } from '../live/origin.ts'
 import type { Clock } from './timing.ts'
 
 /** Rows per INSERT: far below Postgres's 65,535 parameters even for a column of cards. */
@@ -85,7 +85,7 @@ const STAGED_EVENTS = 50
  *
  * A write with a few events (create_task, move_task, add_comment) ships them as
  * parameters of its one record statement, which both finds the subscribed endpoints and
- * inserts the rows (record_write): no round trip of their own. A write with many
+ * inserts the rows (record_writes): no round trip of their own. A write with many
  * (delete_column moving a column of cards) first asks which endpoints subscribe, so an
  * organisation without webhooks never ships a payload per card.
  */
@@ -112,18 +112,7 @@ export function outboxSink(options: {
   const stage = (origin: WriteOrigin, events: readonly DomainEvent[]) => {
     if (events.length > STAGED_EVENTS) return undefined
     const createdAt = new Date(options.clock.now())
-    const staged: StagedEvents = {
-      ids: [],
-      types: [],
-      payloads: [],
-      createdAt,
-    }
-    for (const e of payloads(origin, events, createdAt)) {
-      staged.ids.push(e.id)
-      staged.types.push(e.type)
-      staged.payloads.push(e.payload)
-    }
-    return staged
+    return { rows: payloads(origin, events, createdAt), createdAt }
   }
 
   const store = async (tx: Queryable, origin: WriteOrigin, events: readonly DomainEvent[]) => {

@@ -37,9 +37,7 @@ describe.each(STORAGES)('record_writes stores writes in order up to a revoked ke
     changes: [{ kind: 'task', entityId }],
     events: event
       ? {
-          ids: [event],
-          types: ['card.created'],
-          payloads: [JSON.stringify({ id: event })],
+          rows: [{ id: event, type: 'card.created', payload: JSON.stringify({ id: event }) }],
           createdAt: new Date(),
         }
       : undefined,

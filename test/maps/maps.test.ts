@@ -11,6 +11,7 @@ import {
   ownerWithAgent,
   type Person,
 } from '../support/client.ts'
+import { expectRefused } from '../support/fixtures.ts'
 import { startServer, type TestServer } from '../support/server.ts'
 import { STORAGES } from '../support/storage.ts'
 
@@ -34,16 +35,10 @@ describe.each(STORAGES)('mind maps (%s)', (kind) => {
   afterAll(() => server.close())
 
   const newMap = async (title = 'Ideas') => (await agent.ok('create_map', { title })).map
-  const expect400 = async (action: string, params: unknown, message: RegExp) => {
-    const res = await agent.call(action, params)
-    expect(res.status, JSON.stringify(res.body)).toBe(400)
-    expect(res.body.error).toMatch(message)
-  }
-  const expect404 = async (who: Agent, action: string, params: unknown, message: RegExp) => {
-    const res = await who.call(action, params)
-    expect(res.status, JSON.stringify(res.body)).toBe(404)
-    expect(res.body.error).toMatch(message)
-  }
+  const expect400 = (action: string, params: unknown, message: RegExp) =>
+    expectRefused(agent, action, params, 400, message)
+  const expect404 = (who: Agent, action: string, params: unknown, message: RegExp) =>
+    expectRefused(who, action, params, 404, message)
 
   describe('maps', () => {
     test('create_map returns the new, empty map and get_map reads it back', async () => {

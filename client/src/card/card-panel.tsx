@@ -1,11 +1,5 @@
 import { useEffect, useId, useRef, useState } from 'react'
-import {
-  LIMITS,
-  PRIORITIES,
-  type Priority,
-  TASK_TYPES,
-  type TaskType,
-} from '../../../shared/constants.ts'
+import { LIMITS, PRIORITIES, type Priority, TASK_TYPES } from '../../../shared/constants.ts'
 import { effectivePriority } from '../../../shared/priority.ts'
 import type { ClaimRecord } from '../../../shared/records.ts'
 import { appApi } from '../api/app-api.ts'
@@ -299,41 +293,27 @@ function PanelBody({
         </dd>
         <dt>Type</dt>
         <dd>
-          <select
-            aria-label="Type"
-            value={card.type ?? ''}
+          <OptionalSelect
+            label="Type"
+            value={card.type}
+            none="No type"
+            options={TASK_TYPES}
+            labels={TYPE_LABELS}
             disabled={locked}
-            onChange={(e) =>
-              updateTask(store.doc, taskId, { type: (e.target.value || null) as TaskType | null })
-            }
-          >
-            <option value="">No type</option>
-            {TASK_TYPES.map((t) => (
-              <option key={t} value={t}>
-                {TYPE_LABELS[t]}
-              </option>
-            ))}
-          </select>
+            onChange={(type) => updateTask(store.doc, taskId, { type })}
+          />
         </dd>
         <dt>Priority</dt>
         <dd>
-          <select
-            aria-label="Priority"
-            value={card.priority ?? ''}
+          <OptionalSelect
+            label="Priority"
+            value={card.priority}
+            none="Untriaged"
+            options={PRIORITIES}
+            labels={PRIORITY_LABELS}
             disabled={locked}
-            onChange={(e) =>
-              updateTask(store.doc, taskId, {
-                priority: (e.target.value || null) as Priority | null,
-              })
-            }
-          >
-            <option value="">Untriaged</option>
-            {PRIORITIES.map((p) => (
-              <option key={p} value={p}>
-                {PRIORITY_LABELS[p]}
-              </option>
-            ))}
-          </select>
+            onChange={(priority) => updateTask(store.doc, taskId, { priority })}
+          />
           {onFire && effective !== card.priority && (
             <span className="field-hint">
               Counts as {PRIORITY_LABELS[effective as Priority].toLowerCase()} while “
@@ -417,6 +397,33 @@ function PanelBody({
 }
 
 /** Who created a card, for the eye: a member by name, an API key's robot as an agent. */
+/** A select of one of `options`, or none of them (null). */
+function OptionalSelect<T extends string>(props: {
+  label: string
+  value: T | null
+  none: string
+  options: readonly T[]
+  labels: Record<T, string>
+  disabled: boolean
+  onChange: (value: T | null) => void
+}) {
+  return (
+    <select
+      aria-label={props.label}
+      value={props.value ?? ''}
+      disabled={props.disabled}
+      onChange={(e) => props.onChange((e.target.value || null) as T | null)}
+    >
+      <option value="">{props.none}</option>
+      {props.options.map((o) => (
+        <option key={o} value={o}>
+          {props.labels[o]}
+        </option>
+      ))}
+    </select>
+  )
+}
+
 function authorOf(email: string, members: readonly { email: string; name: string }[]): string {
   if (ROBOT_EMAIL.test(email)) return 'an agent (API key)'
   return members.find((m) => m.email === email)?.name ?? email

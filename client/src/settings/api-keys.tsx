@@ -1,34 +1,21 @@
-import { type FormEvent, useCallback, useEffect, useState } from 'react'
+import { type FormEvent, useCallback, useState } from 'react'
 import { type ApiKey, appApi } from '../api/app-api.ts'
 import { describeError } from '../api/http.ts'
-import { CopyButton } from '../ui/copy-button.tsx'
 import { KeyIcon } from '../ui/icons.tsx'
 import { Labeled } from '../ui/labeled.tsx'
 import { confirmDialog } from '../ui/modal.tsx'
 import { toast } from '../ui/toast.tsx'
 import { useWorkspace } from '../workspace.tsx'
+import { ShownOnce, useAdminList } from './admin-parts.tsx'
 import { formatDate, NeedsAdmin } from './settings-page.tsx'
 
 /** API keys: made here, shown exactly once, listed by name and prefix, revoked at once. */
 export function ApiKeys() {
   const { org, canAdmin } = useWorkspace()
-  const [keys, setKeys] = useState<readonly ApiKey[]>()
-  const [error, setError] = useState<string>()
+  const fetchKeys = useCallback(async () => (await appApi.apiKeys(org.id)).apiKeys, [org.id])
+  const { items: keys, error, reload: load } = useAdminList<ApiKey>(fetchKeys, canAdmin)
   const [created, setCreated] = useState<{ name: string; key: string }>()
   const [busy, setBusy] = useState(false)
-
-  const load = useCallback(async () => {
-    try {
-      setKeys((await appApi.apiKeys(org.id)).apiKeys)
-      setError(undefined)
-    } catch (e) {
-      setError(describeError(e))
-    }
-  }, [org.id])
-
-  useEffect(() => {
-    if (canAdmin) void load()
-  }, [canAdmin, load])
 
   if (!canAdmin) return <NeedsAdmin what="API keys" />
 
@@ -88,23 +75,16 @@ export function ApiKeys() {
           </button>
         </form>
         {created && (
-          <div className="secret-box" role="status" data-testid="new-key">
-            <p>
-              <strong>Copy the key for “{created.name}” now.</strong> It is shown this once and
-              cannot be retrieved again; only a hash of it is kept.
-            </p>
-            <div className="secret-row">
-              <code data-testid="api-key-value">{created.key}</code>
-              <CopyButton text={created.key} label="Copy key" />
-            </div>
-            <button
-              type="button"
-              className="btn btn-ghost btn-small"
-              onClick={() => setCreated(undefined)}
-            >
-              I have stored it
-            </button>
-          </div>
+          <ShownOnce
+            value={created.key}
+            copyLabel="Copy key"
+            testId="new-key"
+            valueTestId="api-key-value"
+            onDone={() => setCreated(undefined)}
+          >
+            <strong>Copy the key for “{created.name}” now.</strong> It is shown this once and cannot
+            be retrieved again; only a hash of it is kept.
+          </ShownOnce>
         )}
       </section>
 

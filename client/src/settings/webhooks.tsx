@@ -1,12 +1,12 @@
 import { type FormEvent, useCallback, useEffect, useState } from 'react'
 import { appApi, type Webhook } from '../api/app-api.ts'
 import { describeError } from '../api/http.ts'
-import { CopyButton } from '../ui/copy-button.tsx'
 import { RefreshIcon } from '../ui/icons.tsx'
 import { Labeled } from '../ui/labeled.tsx'
 import { confirmDialog } from '../ui/modal.tsx'
 import { toast } from '../ui/toast.tsx'
 import { useWorkspace } from '../workspace.tsx'
+import { ShownOnce, useAdminList } from './admin-parts.tsx'
 import { formatDate, NeedsAdmin } from './settings-page.tsx'
 
 const EVENTS = [
@@ -25,23 +25,13 @@ const STATUS_TEXT: Record<string, string> = {
 /** Webhooks: register an address for events, see each one's health and recent deliveries. */
 export function Webhooks() {
   const { org, canAdmin } = useWorkspace()
-  const [hooks, setHooks] = useState<readonly Webhook[]>()
-  const [error, setError] = useState<string>()
+  const fetchHooks = useCallback(async () => (await appApi.webhooks(org.id)).webhooks, [org.id])
+  const { items: hooks, error, reload: load } = useAdminList<Webhook>(fetchHooks, canAdmin)
   const [secret, setSecret] = useState<{ url: string; secret: string }>()
   const [busy, setBusy] = useState(false)
 
-  const load = useCallback(async () => {
-    try {
-      setHooks((await appApi.webhooks(org.id)).webhooks)
-      setError(undefined)
-    } catch (e) {
-      setError(describeError(e))
-    }
-  }, [org.id])
-
   useEffect(() => {
     if (!canAdmin) return
-    void load()
     // Deliveries change on their own (retries, switching off): keep the list fresh.
     const timer = setInterval(() => void load(), 15_000)
     return () => clearInterval(timer)
@@ -136,23 +126,15 @@ export function Webhooks() {
           </div>
         </form>
         {secret && (
-          <div className="secret-box" role="status">
-            <p>
-              <strong>Signing secret for {secret.url}.</strong> It is shown this once: store it with
-              the receiver to verify deliveries.
-            </p>
-            <div className="secret-row">
-              <code data-testid="webhook-secret">{secret.secret}</code>
-              <CopyButton text={secret.secret} label="Copy secret" />
-            </div>
-            <button
-              type="button"
-              className="btn btn-ghost btn-small"
-              onClick={() => setSecret(undefined)}
-            >
-              I have stored it
-            </button>
-          </div>
+          <ShownOnce
+            value={secret.secret}
+            copyLabel="Copy secret"
+            valueTestId="webhook-secret"
+            onDone={() => setSecret(undefined)}
+          >
+            <strong>Signing secret for {secret.url}.</strong> It is shown this once: store it with
+            the receiver to verify deliveries.
+          </ShownOnce>
         )}
       </section>
 

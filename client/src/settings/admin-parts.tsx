@@ -1,0 +1,47 @@
+import { type ReactNode, useCallback, useEffect, useState } from 'react'
+import { describeError } from '../api/http.ts'
+import { CopyButton } from '../ui/copy-button.tsx'
+
+/**
+ * A list an admin screen shows (keys, webhooks): loaded once `enabled`, with the error of
+ * the last load, and `reload` to call after a change.
+ */
+export function useAdminList<T>(fetch: () => Promise<readonly T[]>, enabled: boolean) {
+  const [items, setItems] = useState<readonly T[]>()
+  const [error, setError] = useState<string>()
+  const reload = useCallback(async () => {
+    try {
+      setItems(await fetch())
+      setError(undefined)
+    } catch (e) {
+      setError(describeError(e))
+    }
+  }, [fetch])
+  useEffect(() => {
+    if (enabled) void reload()
+  }, [enabled, reload])
+  return { items, error, reload }
+}
+
+/** A secret shown this once (a new key, a webhook's signing secret), with a copy button. */
+export function ShownOnce(props: {
+  children: ReactNode
+  value: string
+  copyLabel: string
+  testId?: string
+  valueTestId: string
+  onDone: () => void
+}) {
+  return (
+    <div className="secret-box" role="status" data-testid={props.testId}>
+      <p>{props.children}</p>
+      <div className="secret-row">
+        <code data-testid={props.valueTestId}>{props.value}</code>
+        <CopyButton text={props.value} label={props.copyLabel} />
+      </div>
+      <button type="button" className="btn btn-ghost btn-small" onClick={props.onDone}>
+        I have stored it
+      </button>
+    </div>
+  )
+}
