@@ -1,3 +1,5 @@
+import type { StorageStatus } from './availability.ts'
+
 /**
  * The one storage interface. Two implementations: embedded PGlite (a data folder, one
  * transaction at a time) and real Postgres (a connection pool). The same SQL, with `$n`
@@ -22,6 +24,8 @@ export interface Transaction extends Queryable {
 
 export interface Db extends Queryable {
   readonly kind: 'pglite' | 'postgres'
+  /** Whether the database answers (embedded PGlite always does). */
+  readonly availability: StorageStatus
   /**
    * For the short statements every request makes (admitting an agent request): a few
    * connections of their own, so concurrent requests' statements pipeline on one
@@ -37,9 +41,27 @@ export interface Db extends Queryable {
   close(): Promise<void>
 }
 
+/** The bounds of every wait on Postgres (see docs/operations.md). */
+export interface PostgresLimits {
+  connectTimeoutMs: number
+  statementTimeoutMs: number
+  lockTimeoutMs: number
+  idleInTransactionMs: number
+  /** Told when the database stops or starts answering. */
+  onAvailability?: (available: boolean, cause?: unknown) => void
+}
+
+export const DEFAULT_POSTGRES_LIMITS: PostgresLimits = {
+  connectTimeoutMs: 5_000,
+  statementTimeoutMs: 15_000,
+  lockTimeoutMs: 5_000,
+  idleInTransactionMs: 30_000,
+}
+
 export interface OpenDbOptions {
   /** Real Postgres when set. */
   databaseUrl?: string | undefined
+  limits?: PostgresLimits | undefined
   /** PGlite data folder; `memory://` keeps everything in memory (tests). */
   dataDir?: string | undefined
   /** Postgres pool size. */
@@ -49,7 +71,11 @@ export interface OpenDbOptions {
 export async function openDb(options: OpenDbOptions): Promise<Db> {
   if (options.databaseUrl) {
     const { openPostgres } = await import('./postgres.ts')
-    return openPostgres(options.databaseUrl, options.maxConnections ?? 20)
+    return openPostgres(
+      options.databaseUrl,
+      options.maxConnections ?? 20,
+      options.limits ?? DEFAULT_POSTGRES_LIMITS,
+    )
   }
   const { openPglite } = await import('./pglite.ts')
   return openPglite(options.dataDir ?? './data')

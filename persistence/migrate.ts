@@ -5,11 +5,14 @@ const folder = new URL('./migrations/', import.meta.url)
 
 /**
  * Applies every migration in `persistence/migrations` not yet recorded, in file-name
- * order, each in its own transaction. An advisory lock keeps two processes starting
+ * order (up to `upTo` inclusive: tests build older layouts), in one transaction. An advisory lock keeps two processes starting
  * together from applying the same file twice.
  */
-export async function migrate(db: Db): Promise<string[]> {
-  const files = (await readdir(folder)).filter((f) => f.endsWith('.sql')).sort()
+export async function migrate(db: Db, options: { upTo?: string } = {}): Promise<string[]> {
+  const upTo = options.upTo
+  const files = (await readdir(folder))
+    .filter((f) => f.endsWith('.sql') && (upTo === undefined || f <= upTo))
+    .sort()
   const applied: string[] = []
   await db.transaction(async (tx) => {
     // The lock comes first: even "create table if not exists" races between processes.

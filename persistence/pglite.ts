@@ -13,6 +13,8 @@ export async function openPglite(dataDir: string): Promise<Db> {
   const query = adapt(pg)
   return {
     kind: 'pglite',
+    // Embedded: it answers as long as this process runs.
+    availability: { available: true, check: async () => true },
     query,
     // One connection: nothing to separate.
     lane: { query },

@@ -1,15 +1,44 @@
 import { Socket } from 'node:net'
 import postgres from 'postgres'
-import type { Db, Queryable, Row, Transaction } from './db.ts'
+import { Availability, StorageUnavailable } from './availability.ts'
+import type { Db, PostgresLimits, Queryable, Row, Transaction } from './db.ts'
 import { TrackedTx } from './pipeline.ts'
 
-function adapt(sql: postgres.Sql): Queryable['query'] {
+function adapt(sql: postgres.Sql, availability: Availability): Queryable['query'] {
   return async <T extends Row>(text: string, params: readonly unknown[] = []) => {
-    const rows = await sql.unsafe(text, params as postgres.ParameterOrJSON<never>[], {
-      prepare: true,
-    })
-    return rows as unknown as T[]
+    if (!availability.available) throw new StorageUnavailable()
+    try {
+      const rows = await sql.unsafe(text, params as postgres.ParameterOrJSON<never>[], {
+        prepare: true,
+      })
+      return rows as unknown as T[]
+    } catch (error) {
+      availability.failed(error)
+      throw error
+    }
   }
+}
+
+/** Waits for `p` at most `ms`; a late result is handed to `late` (to give a connection back). */
+function within<T>(p: Promise<T>, ms: number, late: (value: T) => void): Promise<T> {
+  return new Promise((resolve, reject) => {
+    let done = false
+    const timer = setTimeout(() => {
+      done = true
+      reject(new StorageUnavailable(new Error(`no connection within ${ms} ms`)))
+    }, ms)
+    p.then(
+      (value) => {
+        clearTimeout(timer)
+        if (done) late(value)
+        else resolve(value)
+      },
+      (error: unknown) => {
+        clearTimeout(timer)
+        if (!done) reject(error)
+      },
+    )
+  })
 }
 
 /**
@@ -53,9 +82,28 @@ const singleHost = (url: string) => !/^[^:]+:\/\/[^/?]*,/.test(url)
  */
 const LANE_CONNECTIONS = 2
 
-export function openPostgres(url: string, max: number): Db {
+export function openPostgres(url: string, max: number, limits: PostgresLimits): Db {
+  const availability = new Availability({
+    probe: async () => {
+      const probe = postgres(url, {
+        max: 1,
+        connect_timeout: Math.max(1, Math.ceil(limits.connectTimeoutMs / 1000)),
+        onnotice: () => {},
+      })
+      try {
+        await probe.unsafe('select 1')
+      } finally {
+        await probe.end({ timeout: 0 })
+      }
+    },
+    onChange: limits.onAvailability,
+  })
   const options = {
     onnotice: () => {},
+    // Every wait is bounded: connecting, each statement, each lock, an idle transaction.
+    connect_timeout: Math.max(1, Math.ceil(limits.connectTimeoutMs / 1000)),
+    // Reconnect quickly once the database is back (the driver's default backs off to 20 s).
+    backoff: (attempt: number) => Math.min(0.05 * 2 ** attempt, 1),
     // Postgres int8 (bigserial ids, counts) as JS numbers: none of ours pass 2^53.
     types: {
       bigint: {
@@ -65,7 +113,12 @@ export function openPostgres(url: string, max: number): Db {
         parse: (x: string) => Number(x),
       },
     },
-    connection: { application_name: 'corkboard' },
+    connection: {
+      application_name: 'corkboard',
+      statement_timeout: limits.statementTimeoutMs,
+      lock_timeout: limits.lockTimeoutMs,
+      idle_in_transaction_session_timeout: limits.idleInTransactionMs,
+    },
     // Not in postgres.js's types, but documented ("Custom socket").
     ...(singleHost(url) ? { socket: coalescingSocket } : {}),
   }
@@ -73,8 +126,9 @@ export function openPostgres(url: string, max: number): Db {
   const lane = postgres(url, { ...options, max: LANE_CONNECTIONS })
   return {
     kind: 'postgres',
-    query: adapt(sql),
-    lane: { query: adapt(lane) },
+    availability,
+    query: adapt(sql, availability),
+    lane: { query: adapt(lane, availability) },
     /**
      * BEGIN is sent with the transaction's first statement and COMMIT pipelined with its
      * last ones (on one reserved connection, postgres.js writes queries without waiting
@@ -86,8 +140,9 @@ export function openPostgres(url: string, max: number): Db {
      * started.
      */
     async transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
-      const conn = await sql.reserve()
-      const run = adapt(conn)
+      if (!availability.available) throw new StorageUnavailable()
+      const conn = await within(sql.reserve(), limits.connectTimeoutMs, (late) => late.release())
+      const run = adapt(conn, availability)
       let begun: Promise<unknown> | undefined
       const tx = new TrackedTx((text, params) => {
         if (!begun) {
@@ -108,6 +163,7 @@ export function openPostgres(url: string, max: number): Db {
       }
     },
     async close() {
+      availability.stop()
       await Promise.all([sql.end({ timeout: 5 }), lane.end({ timeout: 5 })])
     },
   }

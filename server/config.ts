@@ -5,6 +5,11 @@ export interface Config {
   /** Real Postgres when set; embedded PGlite in `dataDir` otherwise. */
   databaseUrl: string | undefined
   dataDir: string
+  /** Bounds of every wait on Postgres: connecting (and getting a connection), a statement, a lock, an idle transaction. */
+  dbConnectTimeoutMs: number
+  dbStatementTimeoutMs: number
+  dbLockTimeoutMs: number
+  dbIdleInTransactionMs: number
   /** Base URL the service is reached at; links and robot e-mails derive from it. */
   publicUrl: string | undefined
   claimLeaseSeconds: number
@@ -14,6 +19,8 @@ export interface Config {
   rateLimitImagesPerOrg: number
   /** How long a live document with no connection stays in memory. */
   docIdleMs: number
+  /** The longest a graceful shutdown may take before the process exits anyway. */
+  shutdownTimeoutMs: number
   syncTokenTtlSeconds: number
   sessionTtlDays: number
   /** scrypt cost parameter N (a power of two). */
@@ -26,7 +33,33 @@ export interface Config {
   webhookPollMs: number
   /** Webhook deliveries in flight at once per process. */
   webhookConcurrency: number
+  /**
+   * How long a worker's claim on a delivery lasts: a delivery whose worker died, or whose
+   * claim was cut off by a database fault, is sent again after this (with the same id).
+   */
+  webhookLeaseMs: number
   logLevel: 'silent' | 'error' | 'info'
+  /**
+   * A reverse proxy is in front (TRUST_PROXY=1): the client's address is the first
+   * X-Forwarded-For entry rather than the socket's (which is the proxy's).
+   */
+  trustProxy: boolean
+  /** An HTTP request's headers must arrive within this, counted from the connection or the previous request; 0 = no limit. */
+  httpHeadersTimeoutMs: number
+  /** An HTTP request (headers and body) must arrive in full within this; 0 = no limit. */
+  httpRequestTimeoutMs: number
+  /** Open TCP connections per remote address; 0 = no cap. */
+  maxConnectionsPerAddress: number
+  /** A live-sync WebSocket must authenticate a document within this of opening; 0 = no limit. */
+  syncAuthTimeoutMs: number
+  /** Largest live-sync WebSocket message; a larger one closes the socket (1009). */
+  syncMaxMessageBytes: number
+  /** Failed sign-ins per address per window, whatever the accounts. */
+  loginFailuresPerAddress: number
+  loginAddressWindowSeconds: number
+  /** Failed sign-ins per account per window, except from a browser that signed in to it before. */
+  loginFailuresPerAccount: number
+  loginAccountWindowSeconds: number
 }
 
 function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -37,21 +70,62 @@ function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   return n
 }
 
+/** A whole number of at least `min` (a count, a size, a duration; 0 often means "no limit"). */
+function whole(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
+  const n = int(env, name, fallback)
+  if (!Number.isSafeInteger(n) || n < min) {
+    throw new Error(`${name} must be a whole number of at least ${min}, got "${env[name]}"`)
+  }
+  return n
+}
+
+/** A switch: 1 or 0 (unset is 0); anything else is refused rather than read as off. */
+function flag(env: NodeJS.ProcessEnv, name: string): boolean {
+  const raw = env[name]
+  if (raw === undefined || raw === '' || raw === '0') return false
+  if (raw === '1') return true
+  throw new Error(`${name} must be 1 or 0, got "${raw}"`)
+}
+
+/** PUBLIC_URL: an absolute http(s) URL, since cookies' Secure flag and the app's own origin derive from it. */
+function publicUrlOf(env: NodeJS.ProcessEnv): string | undefined {
+  const raw = env.PUBLIC_URL
+  if (!raw) return undefined
+  let url: URL | undefined
+  try {
+    url = new URL(raw)
+  } catch {
+    url = undefined
+  }
+  if (url?.protocol !== 'http:' && url?.protocol !== 'https:') {
+    throw new Error(
+      `PUBLIC_URL must be an absolute http or https URL such as https://board.example.com, got "${raw}"`,
+    )
+  }
+  return raw
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const logLevel = env.LOG_LEVEL ?? 'info'
   if (logLevel !== 'silent' && logLevel !== 'error' && logLevel !== 'info') {
     throw new Error(`LOG_LEVEL must be silent, error or info, got "${logLevel}"`)
   }
+  const trustProxy = flag(env, 'TRUST_PROXY')
   return {
     port: int(env, 'PORT', 8787),
     host: env.HOST || '127.0.0.1',
     databaseUrl: env.DATABASE_URL || undefined,
     dataDir: env.DATA_DIR || './data',
-    publicUrl: env.PUBLIC_URL || undefined,
+    dbConnectTimeoutMs: int(env, 'DB_CONNECT_TIMEOUT_MS', 5_000),
+    dbStatementTimeoutMs: int(env, 'DB_STATEMENT_TIMEOUT_MS', 15_000),
+    dbLockTimeoutMs: int(env, 'DB_LOCK_TIMEOUT_MS', 5_000),
+    dbIdleInTransactionMs: int(env, 'DB_IDLE_IN_TRANSACTION_MS', 30_000),
+    publicUrl: publicUrlOf(env),
     claimLeaseSeconds: int(env, 'CLAIM_LEASE_SECONDS', 900),
     rateLimitPerKey: int(env, 'RATE_LIMIT_PER_KEY', 240),
     rateLimitImagesPerOrg: int(env, 'RATE_LIMIT_IMAGES_PER_ORG', 30),
     docIdleMs: int(env, 'DOC_IDLE_MS', 30_000),
+    shutdownTimeoutMs: whole(env, 'SHUTDOWN_TIMEOUT_MS', 25_000, 1),
     syncTokenTtlSeconds: int(env, 'SYNC_TOKEN_TTL_SECONDS', 3600),
     sessionTtlDays: int(env, 'SESSION_TTL_DAYS', 30),
     scryptN: int(env, 'SCRYPT_N', 2 ** 15),
@@ -60,6 +134,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookAllowPrivate: env.WEBHOOK_ALLOW_PRIVATE === '1',
     webhookPollMs: int(env, 'WEBHOOK_POLL_MS', 1000),
     webhookConcurrency: int(env, 'WEBHOOK_CONCURRENCY', 16),
+    webhookLeaseMs: int(env, 'WEBHOOK_LEASE_MS', 120_000),
     logLevel,
+    trustProxy,
+    httpHeadersTimeoutMs: whole(env, 'HTTP_HEADERS_TIMEOUT_MS', 10_000),
+    httpRequestTimeoutMs: whole(env, 'HTTP_REQUEST_TIMEOUT_MS', 30_000),
+    // Behind a proxy every client shares the proxy's address: the cap is the proxy's job.
+    maxConnectionsPerAddress: whole(env, 'MAX_CONNECTIONS_PER_ADDRESS', trustProxy ? 0 : 256),
+    syncAuthTimeoutMs: whole(env, 'SYNC_AUTH_TIMEOUT_MS', 15_000),
+    syncMaxMessageBytes: whole(env, 'SYNC_MAX_MESSAGE_BYTES', 4 * 1024 * 1024, 1),
+    loginFailuresPerAddress: whole(env, 'LOGIN_FAILURES_PER_ADDRESS', 30, 1),
+    loginAddressWindowSeconds: whole(env, 'LOGIN_ADDRESS_WINDOW_SECONDS', 900, 1),
+    loginFailuresPerAccount: whole(env, 'LOGIN_FAILURES_PER_ACCOUNT', 10, 1),
+    loginAccountWindowSeconds: whole(env, 'LOGIN_ACCOUNT_WINDOW_SECONDS', 300, 1),
   }
 }

@@ -14,6 +14,14 @@ const stop = async (signal: string) => {
   if (stopping) return
   stopping = true
   console.info(`${signal}: finishing in-flight requests and flushing documents`)
+  // Bounded: a shutdown that cannot finish (a database gone for good) must not outlive
+  // the orchestrator's patience, which would kill the process without a word.
+  setTimeout(() => {
+    console.error(
+      `shutdown did not finish within ${config.shutdownTimeoutMs} ms (SHUTDOWN_TIMEOUT_MS); exiting with work undone`,
+    )
+    process.exit(1)
+  }, config.shutdownTimeoutMs).unref()
   try {
     await app.close()
     process.exit(0)

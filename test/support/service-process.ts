@@ -1,0 +1,53 @@
+import { type ChildProcess, spawn } from 'node:child_process'
+
+export interface ServiceProcess {
+  url: string
+  child: ChildProcess
+  /** Everything the process wrote to stderr so far (a crash's stack, say). */
+  stderr(): string
+  /** SIGTERM, then waits for the exit. */
+  stop(): Promise<void>
+}
+
+/**
+ * The service as it runs in production: `node server/main.ts` in a process of its own on
+ * port 0, on storage that exists already. A crash is the process exiting, which a test can
+ * see (`child.exitCode`), and a load generator does not share its event loop.
+ */
+export async function startProcess(env: Record<string, string>): Promise<ServiceProcess> {
+  const child = spawn(process.execPath, ['server/main.ts'], {
+    env: {
+      ...process.env,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      SCRYPT_N: '1024',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let errors = ''
+  child.stderr?.on('data', (chunk: Buffer) => {
+    errors += chunk.toString()
+  })
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = ''
+    child.stdout?.on('data', (chunk: Buffer) => {
+      out += chunk.toString()
+      const m = /listening on (http:\/\/\S+)/.exec(out)
+      if (m?.[1]) resolve(m[1])
+    })
+    child.once('exit', (code) => reject(new Error(`server exited with ${code}: ${out}${errors}`)))
+  })
+  return {
+    url,
+    child,
+    stderr: () => errors,
+    async stop() {
+      if (child.exitCode !== null) return
+      const exited = new Promise((r) => child.once('exit', r))
+      child.kill('SIGTERM')
+      await exited
+    },
+  }
+}
