@@ -5,11 +5,19 @@
 export class ApiError extends Error {
   readonly status: number
   readonly extra: Record<string, unknown> | undefined
+  /** Response headers the answer needs (a 429's Retry-After, say). */
+  readonly headers: Record<string, string> | undefined
 
-  constructor(status: number, message: string, extra?: Record<string, unknown>) {
+  constructor(
+    status: number,
+    message: string,
+    extra?: Record<string, unknown>,
+    headers?: Record<string, string>,
+  ) {
     super(message)
     this.status = status
     this.extra = extra
+    this.headers = headers
   }
 }
 

@@ -48,6 +48,17 @@ const CONTENT_SECURITY_POLICY = [
   "form-action 'self'",
 ].join('; ')
 
+/**
+ * What every page of the service carries, the 503 "not built" page included: the policy
+ * above, and X-Frame-Options for browsers that predate `frame-ancestors` (clickjacking: a
+ * page elsewhere must not show the board in a frame and trick clicks onto it).
+ */
+const PAGE_HEADERS = {
+  'content-security-policy': CONTENT_SECURITY_POLICY,
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'same-origin',
+}
+
 interface CachedFile {
   mtimeMs: number
   size: number
@@ -122,10 +133,7 @@ export function staticSite(root: string = CLIENT_DIST) {
       vary: 'accept-encoding',
       'x-content-type-options': 'nosniff',
     }
-    if (file.type.startsWith('text/html')) {
-      headers['content-security-policy'] = CONTENT_SECURITY_POLICY
-      headers['referrer-policy'] = 'same-origin'
-    }
+    if (file.type.startsWith('text/html')) Object.assign(headers, PAGE_HEADERS)
     if (req.headers['if-none-match'] === file.etag) {
       res.writeHead(304, headers)
       res.end()
@@ -169,6 +177,8 @@ export function staticSite(root: string = CLIENT_DIST) {
         res.writeHead(503, {
           'content-type': 'text/plain; charset=utf-8',
           'cache-control': 'no-store',
+          'x-content-type-options': 'nosniff',
+          ...PAGE_HEADERS,
         })
         res.end(req.method === 'HEAD' ? undefined : text)
         return true

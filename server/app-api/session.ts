@@ -11,7 +11,13 @@ export function readCookie(req: IncomingMessage, name: string): string | undefin
   if (!header) return undefined
   for (const part of header.split(';')) {
     const [k, ...v] = part.trim().split('=')
-    if (k === name) return decodeURIComponent(v.join('='))
+    if (k !== name) continue
+    try {
+      return decodeURIComponent(v.join('='))
+    } catch {
+      // A mangled value (e.g. `%E0`) is no cookie at all: not signed in, never a 500.
+      return undefined
+    }
   }
   return undefined
 }

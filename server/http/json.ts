@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { ApiError } from '../api-error.ts'
+import { asApiError, UNAVAILABLE_RETRY_SECONDS } from './unavailable.ts'
 
 /** Largest JSON body accepted: a 3 MB image in base64 plus its envelope. */
 export const MAX_BODY_BYTES = 4_300_000
@@ -32,13 +33,15 @@ export function sendJson(
   res: ServerResponse,
   status: number,
   body: unknown,
-  headers: Record<string, string> = {},
+  headers: Record<string, string | string[]> = {},
 ): void {
   const text = JSON.stringify(body)
   res.writeHead(status, {
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(text),
     'cache-control': 'no-store',
+    // A browser must never read an answer as HTML or script, whatever a field contains.
+    'x-content-type-options': 'nosniff',
     ...headers,
   })
   res.end(text)
@@ -57,8 +60,13 @@ export function sendError(res: ServerResponse, error: unknown, log: Logger): voi
     res.destroy()
     return
   }
-  if (error instanceof ApiError) {
-    sendJson(res, error.status, { error: error.message, ...error.extra })
+  const known = asApiError(error)
+  if (known) {
+    const headers: Record<string, string> = {
+      ...(known.status === 503 ? { 'retry-after': String(UNAVAILABLE_RETRY_SECONDS) } : {}),
+      ...known.headers,
+    }
+    sendJson(res, known.status, { error: known.message, ...known.extra }, headers)
     return
   }
   log.error(error)

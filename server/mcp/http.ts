@@ -5,15 +5,17 @@ import { bearerKey, runAction } from '../agent/endpoint.ts'
 import { ApiError } from '../api-error.ts'
 import { authenticateApiKey } from '../auth/api-keys.ts'
 import { type Logger, MAX_BODY_BYTES, sendError } from '../http/json.ts'
+import { asApiError } from '../http/unavailable.ts'
 import { chargeRequest } from '../rate-limit/limiter.ts'
 import { createToolServer, type ToolFailure, ToolFailureError } from './tools.ts'
 
 export const MCP_PATH = '/mcp'
 
 /** The failure shown for an error of the action path: ApiErrors as sent, faults as a bare 500. */
-export function failureOfApiError(error: unknown, log: Logger, retryAfter?: number): ToolFailure {
-  if (!(error instanceof ApiError)) {
-    log.error(error)
+export function failureOfApiError(caught: unknown, log: Logger, retryAfter?: number): ToolFailure {
+  const error = asApiError(caught)
+  if (!error) {
+    log.error(caught)
     return { status: 500, error: 'Internal server error' }
   }
   // The same body as the endpoint sends (`{ error, ...extra }`), with its status first.

@@ -35,7 +35,8 @@ interface BucketResult {
  * process take turns, so the count is exact. The arguments are SQL expressions (usually
  * placeholders); with `from`, the row is inserted only for each row of that relation, so
  * a statement can charge a bucket only when an earlier part of it found something (an
- * authenticated key).
+ * authenticated key). With `hit`, that value is appended instead of `now` (a caller that
+ * must tell its hits apart stamps each one uniquely).
  */
 export function chargeSql(a: {
   bucket: string
@@ -43,15 +44,17 @@ export function chargeSql(a: {
   quota: string
   window: string
   from?: string
+  hit?: string
 }): string {
+  const hit = a.hit ?? a.now
   const kept = `array(select h from unnest(r.hits) as h where h > ${a.now}::bigint - ${a.window}::bigint order by h)`
   const fits = `cardinality(${kept}) < ${a.quota}::int`
-  const row = `${a.bucket}, array[${a.now}::bigint], true`
+  const row = `${a.bucket}, array[${hit}::bigint], true`
   return `insert into rate_limits as r (bucket, hits, allowed)
     ${a.from ? `select ${row} from ${a.from}` : `values (${row})`}
     on conflict (bucket) do update set
       allowed = ${fits},
-      hits = ${kept} || case when ${fits} then array[${a.now}::bigint] else array[]::bigint[] end
+      hits = ${kept} || case when ${fits} then array[${hit}::bigint] else array[]::bigint[] end
     returning allowed, cardinality(hits) as count, hits[1] as oldest,
               hits[greatest(1, cardinality(hits) - ${a.quota}::int + 1)] as pivot`
 }
