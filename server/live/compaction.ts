@@ -1,0 +1,154 @@
+import type { Db } from '../../persistence/db.ts'
+import type { Logger } from '../http/json.ts'
+import { Compactor } from './compactor.ts'
+import { compact, LEVEL } from './doc-store.ts'
+
+/**
+ * When to compact a document's stored rows (doc-store.ts), so that a cold load reads at
+ * most about MERGE_AFTER + MERGED_MAX + 1 rows however long the document has lived:
+ * - every MERGE_AFTER appended rows are merged into one (a merge costs what it merges);
+ * - when MERGED_MAX merged rows pile up, or their bytes reach the snapshot's, everything is
+ *   replayed into a new snapshot. A replay costs the whole document, so a bigger document
+ *   replays less often: amortised, each appended byte is replayed a bounded number of times.
+ * Counters follow this process's appends; rows other processes append are counted when a
+ * document loads.
+ */
+export const MERGE_AFTER = 128
+export const MERGED_MAX = 16
+
+interface DocRows {
+  updates: number
+  merged: number
+  mergedBytes: number
+  snapshotBytes: number
+  running: Promise<void> | undefined
+  /** More rows arrived while a compaction ran: look again when it ends. */
+  again: boolean
+  /** After a failure (storage away), the next attempt waits until then. */
+  retryAt: number
+}
+
+/** How long compaction leaves a document alone after a failed attempt. */
+const RETRY_MS = 5_000
+
+export class Compaction {
+  private readonly db: Db
+  private readonly log: Logger
+  private readonly compactor = new Compactor()
+  private readonly docs = new Map<string, DocRows>()
+  private readonly running = new Set<Promise<void>>()
+  private closed = false
+
+  constructor(db: Db, log: Logger) {
+    this.db = db
+    this.log = log
+  }
+
+  private state(docName: string): DocRows {
+    let s = this.docs.get(docName)
+    if (!s) {
+      s = {
+        updates: 0,
+        merged: 0,
+        mergedBytes: 0,
+        snapshotBytes: 0,
+        running: undefined,
+        again: false,
+        retryAt: 0,
+      }
+      this.docs.set(docName, s)
+    }
+    return s
+  }
+
+  /** A document was loaded with these rows. */
+  loaded(docName: string, rows: readonly { level: number; bytes: number }[]): void {
+    const s = this.state(docName)
+    s.updates = rows.filter((r) => r.level === LEVEL.update).length
+    const merged = rows.filter((r) => r.level === LEVEL.merged)
+    s.merged = merged.length
+    s.mergedBytes = merged.reduce((sum, r) => sum + r.bytes, 0)
+    s.snapshotBytes = rows
+      .filter((r) => r.level === LEVEL.snapshot)
+      .reduce((sum, r) => sum + r.bytes, 0)
+    this.check(docName, s)
+  }
+
+  /** A row was appended to the document. */
+  appended(docName: string): void {
+    const s = this.state(docName)
+    s.updates += 1
+    this.check(docName, s)
+  }
+
+  /** The document left memory: its counters are read again at its next load. */
+  forget(docName: string): void {
+    const s = this.docs.get(docName)
+    if (s && !s.running) this.docs.delete(docName)
+  }
+
+  private check(docName: string, s: DocRows): void {
+    if (this.closed) return
+    if (s.running) {
+      s.again = true
+      return
+    }
+    if (Date.now() < s.retryAt) return
+    // Merged rows keep what their updates created and deleted (only a replay drops it):
+    // once they weigh as much as the snapshot, replay.
+    const full = s.merged >= MERGED_MAX || (s.merged >= 1 && s.mergedBytes >= s.snapshotBytes)
+    if (full) this.run(docName, s, 2)
+    else if (s.updates >= MERGE_AFTER) this.run(docName, s, 1)
+  }
+
+  private run(docName: string, s: DocRows, level: 1 | 2): void {
+    const make =
+      level === 1
+        ? (u: Uint8Array[]) => this.compactor.merge(u)
+        : (u: Uint8Array[]) => this.compactor.snapshot(u)
+    const job = compact(this.db, docName, level, make)
+      .then((done) => {
+        if (!done) return
+        if (level === 1) {
+          s.updates = Math.max(0, s.updates - done.replaced)
+          s.merged += 1
+          s.mergedBytes += done.bytes
+        } else {
+          s.updates = 0
+          s.merged = 0
+          s.mergedBytes = 0
+          s.snapshotBytes = done.bytes
+        }
+      })
+      .catch((error: unknown) => {
+        s.retryAt = Date.now() + RETRY_MS
+        if (!this.closed) this.log.error(`compacting ${docName} failed`, error)
+      })
+      .finally(() => {
+        this.running.delete(job)
+        s.running = undefined
+        if (s.again || level === 1) {
+          s.again = false
+          this.check(docName, s)
+        }
+      })
+    s.running = job
+    this.running.add(job)
+  }
+
+  /** Waits for the compactions under way. */
+  async settle(): Promise<void> {
+    while (this.running.size > 0) await Promise.all(this.running)
+  }
+
+  /**
+   * Shutdown: compactions still replaying are abandoned (their transactions roll back and
+   * the rows stay as they were), so a busy machine starving the low-priority thread never
+   * holds a shutdown up; those already writing finish.
+   */
+  async close(): Promise<void> {
+    this.closed = true
+    await this.compactor.close()
+    await this.settle()
+  }
+}
