@@ -12,8 +12,12 @@ import { webhookRoutes } from './app-api/webhook-routes.ts'
 import { sharedSecret } from './auth/secrets.ts'
 import type { Config } from './config.ts'
 import { fileRoutes } from './files/routes.ts'
+import { capConnections, requestTimeouts } from './http/connection-limits.ts'
+import { refuseCrossSite } from './http/cross-site.ts'
 import { type Logger, sendError, sendJson } from './http/json.ts'
 import { Router } from './http/router.ts'
+import { unavailableError } from './http/unavailable.ts'
+import { migrateLayout } from './live/layout-v2.ts'
 import { LiveDocs } from './live/live-docs.ts'
 import { syncAuthenticator } from './live/sync-auth.ts'
 import { attachSync } from './live/sync-server.ts'
@@ -22,6 +26,16 @@ import { rateBudgets } from './rate-limit/budgets.ts'
 import { RateLimiter } from './rate-limit/limiter.ts'
 import { staticSite } from './static.ts'
 import { type WebhookOptions, Webhooks } from './webhooks/webhooks.ts'
+
+/** The paths whose every request reads or writes the database. */
+function needsStorage(path: string): boolean {
+  return (
+    path === '/api/agent' ||
+    path === MCP_PATH ||
+    path.startsWith('/api/app/') ||
+    path.startsWith('/files/')
+  )
+}
 
 export interface App {
   readonly server: Server
@@ -50,8 +64,23 @@ export async function createApp(
 ): Promise<App> {
   const log = logger(config.logLevel)
   const db =
-    options.db ?? (await openDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }))
+    options.db ??
+    (await openDb({
+      databaseUrl: config.databaseUrl,
+      dataDir: config.dataDir,
+      limits: {
+        connectTimeoutMs: config.dbConnectTimeoutMs,
+        statementTimeoutMs: config.dbStatementTimeoutMs,
+        lockTimeoutMs: config.dbLockTimeoutMs,
+        idleInTransactionMs: config.dbIdleInTransactionMs,
+        onAvailability: (available, cause) =>
+          available
+            ? log.info('the database answers again')
+            : log.error('the database stopped answering; answering 503 until it is back', cause),
+      },
+    }))
   await migrate(db)
+  await migrateLayout(db, log)
   const syncSecret = await sharedSecret(db, 'sync-token')
   const live = new LiveDocs({
     db,
@@ -74,26 +103,44 @@ export async function createApp(
   const agent = agentEndpoint(services, log)
   router.on('POST', '/api/agent', async (req, res) => agent(req, res))
   const mcp = mcpEndpoint(services, log)
+  // Liveness: the process serves requests (whatever its database does).
   router.on('GET', '/healthz', async (_req, res) => {
-    await db.query('select 1')
     sendJson(res, 200, { ok: true })
+  })
+  // Readiness: the database (and Redis, when configured) answer now.
+  router.on('GET', '/readyz', async (_req, res) => {
+    const [postgres, redis] = await Promise.all([db.availability.check(), live.redisAnswers()])
+    const ready = postgres && redis !== false
+    sendJson(res, ready ? 200 : 503, {
+      ready,
+      postgres,
+      ...(redis === undefined ? {} : { redis }),
+    })
   })
   appRoutes(router, {
     db,
     live,
     config,
+    clock,
     syncSecret,
     onKeyRevoked: (keyId) => live.closeConnections({ keyId }),
   })
-  peopleActionRoutes(router, { db, live, clock })
+  peopleActionRoutes(router, { db, live, config, clock })
   fileRoutes(router, { db, live, config })
   webhookRoutes(router, { db, config })
   clientRoutes(router, { db, live, config, clock })
   const site = staticSite()
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    // Every answer, whoever writes it (the MCP transport, a file, an error): a browser must
+    // never guess another type than the one declared and run it as script or page.
+    res.setHeader('x-content-type-options', 'nosniff')
     try {
       const url = new URL(req.url ?? '/', 'http://localhost')
+      // The app API is authenticated by a cookie: nothing another site sends gets through.
+      if (url.pathname.startsWith('/api/app/')) refuseCrossSite(req, config.publicUrl)
+      // While the database does not answer, every request that needs it is answered at once.
+      if (!db.availability.available && needsStorage(url.pathname)) throw unavailableError()
       // Every method on the agent endpoint reaches it, so it can answer 405 itself.
       if (url.pathname === '/api/agent') return await agent(req, res)
       if (url.pathname === MCP_PATH) return await mcp(req, res)
@@ -111,9 +158,18 @@ export async function createApp(
       sendError(res, error, log)
     }
   }
-  const server = createServer((req, res) => void handle(req, res))
+  const limits = {
+    headersTimeoutMs: config.httpHeadersTimeoutMs,
+    requestTimeoutMs: config.httpRequestTimeoutMs,
+    maxPerAddress: config.maxConnectionsPerAddress,
+  }
+  const server = createServer(requestTimeouts(limits), (req, res) => void handle(req, res))
   server.keepAliveTimeout = 5_000
-  const sync = attachSync(server, live, log)
+  capConnections(server, limits, log)
+  const sync = attachSync(server, live, log, {
+    authTimeoutMs: config.syncAuthTimeoutMs,
+    maxMessageBytes: config.syncMaxMessageBytes,
+  })
 
   const app: App = {
     server,

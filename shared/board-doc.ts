@@ -1,26 +1,23 @@
 import * as Y from 'yjs'
 import type { ColumnRole, Priority, TaskType } from './constants.ts'
-import type { ClaimRecord, Column, Comment, Project } from './records.ts'
+import type { ClaimRecord, Column, Project, TaskStats } from './records.ts'
+import { EMPTY_STATS } from './records.ts'
+import { num, str, strings, strOrNull } from './ymap-fields.ts'
+
+export { boardDocName, cardDocName, mapDocName } from './doc-names.ts'
 
 /**
- * The board document (DESIGN.md, Contract 3): one per organisation, named
- * `<orgId>/board`. Programs outside this repository read these names and shapes.
+ * The board document (DESIGN.md, Contract 3, version 2): one per organisation, named
+ * `<orgId>/board`, holding what is on the board now and nothing of its history. Archived
+ * cards leave it; comments and screenshots live in each card's own document
+ * (card-doc.ts). Programs outside this repository read these names and shapes.
  */
-export function boardDocName(orgId: string): string {
-  return `${orgId}/board`
-}
-
-export function mapDocName(orgId: string, mapId: string): string {
-  return `${orgId}/maps/${mapId}`
-}
-
 export interface BoardMaps {
   columns: Y.Map<Y.Map<unknown>>
   projects: Y.Map<Y.Map<unknown>>
+  /** Cards on the board only. */
   tasks: Y.Map<Y.Map<unknown>>
-  comments: Y.Map<Y.Map<unknown>>
-  attachments: Y.Map<Y.Map<unknown>>
-  /** Written by the server only. */
+  /** Written by the server only; cards on the board only (the entry leaves with its card). */
   claims: Y.Map<ClaimRecord>
 }
 
@@ -29,13 +26,11 @@ export function boardMaps(doc: Y.Doc): BoardMaps {
     columns: doc.getMap('columns'),
     projects: doc.getMap('projects'),
     tasks: doc.getMap('tasks'),
-    comments: doc.getMap('comments'),
-    attachments: doc.getMap('attachments'),
     claims: doc.getMap('claims'),
   }
 }
 
-/** A task as stored in the document: the card's own level, not the effective one. */
+/** A card as stored: the card's own priority level, not the effective one. */
 export interface StoredTask {
   id: string
   columnId: string
@@ -51,37 +46,33 @@ export interface StoredTask {
   updatedAt: string
   archivedAt: string | null
   createdByEmail: string
+  stats: TaskStats
 }
 
-export interface StoredComment extends Comment {}
-
-export interface StoredAttachment {
-  id: string
-  taskId: string
-  filename: string
-  mimeType: string
-  size: number
-  createdAt: string
+/** A `stats` value checked field by field: the document is wire data. */
+export function asStats(v: unknown): TaskStats {
+  if (typeof v !== 'object' || v === null) return EMPTY_STATS
+  const s = v as Record<string, unknown>
+  const count = (x: unknown) => (typeof x === 'number' && Number.isInteger(x) && x >= 0 ? x : 0)
+  const text = (x: unknown) => (typeof x === 'string' && x !== '' ? x : null)
+  return {
+    commentCount: count(s.commentCount),
+    imageCount: count(s.imageCount),
+    lastCommentBy:
+      s.lastCommentBy === 'human' || s.lastCommentBy === 'agent' ? s.lastCommentBy : null,
+    lastCommentAt: text(s.lastCommentAt),
+    lastCommentAuthor: text(s.lastCommentAuthor),
+  }
 }
 
-function str(m: Y.Map<unknown>, key: string): string {
-  const v = m.get(key)
-  return typeof v === 'string' ? v : ''
-}
-
-function strOrNull(m: Y.Map<unknown>, key: string): string | null {
-  const v = m.get(key)
-  return typeof v === 'string' && v !== '' ? v : null
-}
-
-function num(m: Y.Map<unknown>, key: string): number {
-  const v = m.get(key)
-  return typeof v === 'number' && Number.isFinite(v) ? v : 0
-}
-
-function strings(m: Y.Map<unknown>, key: string): string[] {
-  const v = m.get(key)
-  return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []
+export function sameStats(a: TaskStats, b: TaskStats): boolean {
+  return (
+    a.commentCount === b.commentCount &&
+    a.imageCount === b.imageCount &&
+    a.lastCommentBy === b.lastCommentBy &&
+    a.lastCommentAt === b.lastCommentAt &&
+    a.lastCommentAuthor === b.lastCommentAuthor
+  )
 }
 
 export function readColumn(id: string, m: Y.Map<unknown>): Column {
@@ -120,28 +111,26 @@ export function readStoredTask(id: string, m: Y.Map<unknown>): StoredTask {
     updatedAt: str(m, 'updatedAt'),
     archivedAt: strOrNull(m, 'archivedAt'),
     createdByEmail: str(m, 'createdByEmail'),
+    stats: asStats(m.get('stats')),
   }
 }
 
-export function readComment(id: string, m: Y.Map<unknown>): StoredComment {
-  return {
-    id,
-    taskId: str(m, 'taskId'),
-    body: str(m, 'body'),
-    authorEmail: str(m, 'authorEmail'),
-    agentName: strOrNull(m, 'agentName'),
-    createdAt: str(m, 'createdAt'),
-    editedAt: strOrNull(m, 'editedAt'),
-  }
-}
-
-export function readAttachment(id: string, m: Y.Map<unknown>): StoredAttachment {
-  return {
-    id,
-    taskId: str(m, 'taskId'),
-    filename: str(m, 'filename'),
-    mimeType: str(m, 'mimeType'),
-    size: num(m, 'size'),
-    createdAt: str(m, 'createdAt'),
-  }
+/** A card's fields as a new Y.Map for the board (a restored card; a created one). */
+export function taskMap(t: Omit<StoredTask, 'id'>): Y.Map<unknown> {
+  const m = new Y.Map<unknown>()
+  m.set('columnId', t.columnId)
+  m.set('projectId', t.projectId)
+  m.set('title', t.title)
+  m.set('description', new Y.Text(t.description))
+  m.set('type', t.type)
+  m.set('priority', t.priority)
+  m.set('tags', t.tags)
+  m.set('assigneeIds', t.assigneeIds)
+  m.set('position', t.position)
+  m.set('createdAt', t.createdAt)
+  m.set('updatedAt', t.updatedAt)
+  m.set('archivedAt', t.archivedAt)
+  m.set('createdByEmail', t.createdByEmail)
+  m.set('stats', t.stats)
+  return m
 }

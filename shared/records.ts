@@ -2,19 +2,50 @@ import type { ColumnRole, Priority, TaskType } from './constants.ts'
 
 /** The records the agent endpoint returns, as the specification names their fields. */
 
+/**
+ * working: live. lapsed: the lease passed and nobody released it (the card is free; the
+ * holder may have died). released: its holder handed the card back (`releasedAt`); the
+ * specification leaves status values beyond working and lapsed open.
+ */
+export type ClaimStatus = 'working' | 'lapsed' | 'released'
+
 export interface ClaimRecord {
   taskId: string
   agentName: string | null
   house: string | null
   generation: number | null
   isSubChild: boolean
-  status: 'working' | 'lapsed'
+  status: ClaimStatus
   note: string | null
   startedAt: string
   updatedAt: string
   expiresAt: string
+  /** When its holder released it; null unless status is released. */
+  releasedAt: string | null
   isLive: boolean
   holder: string
+}
+
+/**
+ * What a card's comments and screenshots add up to. The server keeps it as one JSON value
+ * on the board card (`stats`), so a comment costs one overwrite of the card, not five.
+ */
+export interface TaskStats {
+  commentCount: number
+  imageCount: number
+  /** human = the newest comment carried no agentName. */
+  lastCommentBy: 'human' | 'agent' | null
+  lastCommentAt: string | null
+  /** The newest comment's agentName, or its author's e-mail for a person's. */
+  lastCommentAuthor: string | null
+}
+
+export const EMPTY_STATS: TaskStats = {
+  commentCount: 0,
+  imageCount: 0,
+  lastCommentBy: null,
+  lastCommentAt: null,
+  lastCommentAuthor: null,
 }
 
 export interface Task {

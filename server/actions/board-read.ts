@@ -1,23 +1,29 @@
 import type { ActionInput, ActionResults } from '../../shared/actions.ts'
+import type { StoredTask } from '../../shared/board-doc.ts'
+import type { StoredComment } from '../../shared/card-doc.ts'
 import { LIMITS } from '../../shared/constants.ts'
-import type { Attachment, Comment, Task, TaskSummary } from '../../shared/records.ts'
+import type { Attachment, Comment, Task } from '../../shared/records.ts'
 import type { ActionContext } from '../agent/context.ts'
-import { badRequest } from '../api-error.ts'
+import { badRequest, notFound } from '../api-error.ts'
+import { summaryOf } from '../board/board-view.ts'
+import {
+  activity,
+  attachmentsOfTask,
+  cardClaim,
+  commentsOfTask,
+  findArchived,
+  newestAttachments,
+  newestComments,
+} from '../board/history.ts'
 import { attachmentLinker, screenshotImages } from '../files/attachments.ts'
 
 /** whoami: the organisation, the key and how much is on the board. */
 export async function whoami(ctx: ActionContext): Promise<ActionResults['whoami']> {
-  const board = await ctx.readBoard((view) => {
-    const tasks = view.storedTasks()
-    const archived = tasks.filter((t) => t.archivedAt).length
-    return {
-      columns: view.columns.size,
-      tasks: tasks.length - archived,
-      archivedTasks: archived,
-      projects: view.projects.size,
-      comments: view.maps.comments.size,
-    }
-  })
+  const board = await ctx.readBoard((view) => ({
+    columns: view.columns.size,
+    tasks: view.maps.tasks.size,
+    projects: view.projects.size,
+  }))
   const { key } = ctx
   return {
     organization: { id: key.orgId, name: key.orgName },
@@ -35,21 +41,31 @@ function tagsInUse(tasks: { tags: string[] }[]): string[] {
   return [...seen.values()].sort((a, b) => a.localeCompare(b, 'en', { sensitivity: 'base' }))
 }
 
-function newestFirst<T extends { createdAt: string; id: string }>(a: T, b: T): number {
-  return b.createdAt.localeCompare(a.createdAt) || b.id.localeCompare(a.id)
-}
-
 /**
  * get_board. Scope first (projectId), then `tags` from the scope, then the narrowing
- * filters (columnId, tag, priority, lastCommentBy), which all combine.
+ * filters (columnId, tag, priority, lastCommentBy), which all combine. Cards, columns and
+ * each card's counts come from the board document; `activity` and the include caps
+ * (the organisation's newest 500 comments and 250 screenshots) from Postgres indexes.
  */
 export async function get_board(
   ctx: ActionContext,
   input: ActionInput<'get_board'>,
 ): Promise<ActionResults['get_board']> {
-  const link = await attachmentLinker(ctx.db, ctx.config, ctx.key.orgId)
-  return ctx.readBoard((view) => {
-    let scope = view.storedTasks().filter((t) => t.archivedAt === null)
+  const orgId = ctx.key.orgId
+  const include = new Set(input.include ?? [])
+  const now = ctx.clock.now()
+  // Storage reads start with the board's: none of them waits for the other.
+  const history = Promise.all([
+    activity(ctx.db, orgId, now),
+    include.has('comments') ? newestComments(ctx.db, orgId, LIMITS.includeComments) : undefined,
+    include.has('attachments')
+      ? newestAttachments(ctx.db, orgId, LIMITS.includeAttachments)
+      : undefined,
+    include.has('attachments') ? attachmentLinker(ctx.db, ctx.config, orgId) : undefined,
+  ])
+  history.catch(() => {})
+  const board = await ctx.readBoard((view) => {
+    let scope = view.storedTasks()
     let columns = view.sortedColumns()
     const { projectId } = input
     if (projectId !== undefined) {
@@ -80,6 +96,10 @@ export async function get_board(
       const wanted = input.priority
       tasks = tasks.filter((t) => (view.effectivePriority(t) ?? 'none') === wanted)
     }
+    if (input.lastCommentBy !== undefined) {
+      const who = input.lastCommentBy
+      tasks = tasks.filter((t) => t.stats.lastCommentBy === who)
+    }
     const columnOrder = new Map(view.sortedColumns().map((c, i) => [c.id, i]))
     tasks.sort(
       (a, b) =>
@@ -87,105 +107,91 @@ export async function get_board(
         a.position - b.position ||
         a.id.localeCompare(b.id),
     )
-    let presented = tasks.map((t) => view.present(t))
-    if (input.lastCommentBy !== undefined) {
-      const who = input.lastCommentBy
-      presented = presented.filter((t) => t.lastCommentBy === who)
-    }
-
-    const include = new Set(input.include ?? [])
-    const returned = new Set(presented.map((t) => t.id))
-    let comments: Comment[] | undefined
-    if (include.has('comments')) {
-      const perCard = input.commentsPerCard ?? LIMITS.commentsPerCard.default
-      const taken = new Map<string, number>()
-      comments = []
-      const newest = view.storedComments().sort(newestFirst).slice(0, LIMITS.includeComments)
-      for (const c of newest) {
-        if (!returned.has(c.taskId)) continue
-        const n = taken.get(c.taskId) ?? 0
-        if (n >= perCard) continue
-        taken.set(c.taskId, n + 1)
-        comments.push(c)
-      }
-      for (const t of presented) t.commentsTruncated = t.commentCount > (taken.get(t.id) ?? 0)
-    }
-    let attachments: Attachment[] | undefined
-    if (include.has('attachments')) {
-      attachments = view
-        .storedAttachments()
-        .sort(newestFirst)
-        .slice(0, LIMITS.includeAttachments)
-        .filter((a) => returned.has(a.taskId))
-        .map(link)
-    }
-
-    const out: ActionResults['get_board'] = {
-      columns,
-      tasks: input.summary ? presented.map((t) => summaryOf(t)) : presented,
-      activity: view.activity(),
-      tags,
-    }
-    if (comments) out.comments = comments
-    if (attachments) out.attachments = attachments
-    return out
+    return { columns, tags, presented: tasks.map((t) => view.present(t)) }
   })
-}
-
-function summaryOf(t: Task): TaskSummary {
-  const s: TaskSummary = {
-    id: t.id,
-    columnId: t.columnId,
-    projectId: t.projectId,
-    title: t.title,
-    type: t.type,
-    priority: t.priority,
-    tags: t.tags,
-    assigneeIds: t.assigneeIds,
-    commentCount: t.commentCount,
-    imageCount: t.imageCount,
-    lastCommentBy: t.lastCommentBy,
-    lastCommentAt: t.lastCommentAt,
-    updatedAt: t.updatedAt,
-    claimedBy: t.claim?.isLive ? t.claim.holder : null,
+  const [claims, newest, screenshots, link] = await history
+  const { presented } = board
+  const returned = new Set(presented.map((t) => t.id))
+  let comments: Comment[] | undefined
+  if (newest) {
+    const perCard = input.commentsPerCard ?? LIMITS.commentsPerCard.default
+    const taken = new Map<string, number>()
+    comments = []
+    for (const c of newest) {
+      if (!returned.has(c.taskId)) continue
+      const n = taken.get(c.taskId) ?? 0
+      if (n >= perCard) continue
+      taken.set(c.taskId, n + 1)
+      comments.push(c)
+    }
+    for (const t of presented) t.commentsTruncated = t.commentCount > (taken.get(t.id) ?? 0)
   }
-  if (t.commentsTruncated !== undefined) s.commentsTruncated = t.commentsTruncated
-  return s
+  let attachments: Attachment[] | undefined
+  if (screenshots && link) {
+    attachments = screenshots.filter((a) => returned.has(a.taskId)).map(link)
+  }
+  const out: ActionResults['get_board'] = {
+    columns: board.columns,
+    tasks: input.summary ? presented.map((t) => summaryOf(t)) : presented,
+    activity: claims,
+    tags: board.tags,
+  }
+  if (comments) out.comments = comments
+  if (attachments) out.attachments = attachments
+  return out
 }
 
-/** get_task: one card in full with its whole thread, oldest comment first. Archived cards too. */
+/**
+ * get_task: one card in full with its whole thread, oldest comment first; archived cards
+ * too. The card comes from the board document (or, archived, from its row); its thread
+ * and screenshots from their per-card indexes.
+ */
 export async function get_task(
   ctx: ActionContext,
   input: ActionInput<'get_task'>,
 ): Promise<ActionResults['get_task']> {
-  const found = await ctx.readBoard((view) => {
-    const task = view.present(view.requireTask(input.taskId))
-    const comments = view
-      .storedComments()
-      .filter((c) => c.taskId === input.taskId)
-      .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id))
-    const attachments = view
-      .storedAttachments()
-      .filter((a) => a.taskId === input.taskId)
-      .sort((a, b) => a.createdAt.localeCompare(b.createdAt))
-    return { task, comments, attachments }
+  const orgId = ctx.key.orgId
+  const { taskId } = input
+  const now = ctx.clock.now()
+  const rows = Promise.all([
+    commentsOfTask(ctx.db, orgId, taskId),
+    attachmentsOfTask(ctx.db, orgId, taskId),
+    attachmentLinker(ctx.db, ctx.config, orgId),
+  ])
+  rows.catch(() => {})
+  const onBoard = await ctx.readBoard((view) => {
+    const t = view.storedTask(taskId)
+    return t ? view.present(t) : undefined
   })
+  const task = onBoard ?? (await archivedTask(ctx, taskId, now))
+  const [comments, attachments, link] = await rows
   const assignees =
-    found.task.assigneeIds.length === 0
+    task.assigneeIds.length === 0
       ? []
       : await ctx.db.query<{ id: string; name: string; email: string }>(
           `select u.id, u.name, u.email from users u join memberships m on m.user_id = u.id
             where m.org_id = $1 and u.id = any($2::uuid[]) order by u.name`,
-          [ctx.key.orgId, found.task.assigneeIds],
+          [orgId, task.assigneeIds],
         )
   return {
-    task: found.task,
-    claim: found.task.claim,
+    task,
+    claim: task.claim,
     assignees: assignees.map((a) => ({ id: a.id, name: a.name, email: a.email })),
-    comments: found.comments,
-    attachments: found.attachments.map(await attachmentLinker(ctx.db, ctx.config, ctx.key.orgId)),
-    images: await screenshotImages(ctx.db, ctx.key.orgId, found.attachments),
+    comments: comments satisfies StoredComment[],
+    attachments: attachments.map(link),
+    images: await screenshotImages(ctx.db, orgId, attachments),
   }
+}
+
+/** An archived card, presented as the board presents cards (its claim from Postgres), or 404. */
+async function archivedTask(ctx: ActionContext, taskId: string, now: number): Promise<Task> {
+  const orgId = ctx.key.orgId
+  const [stored, claim] = await Promise.all([
+    findArchived(ctx.db, orgId, taskId),
+    cardClaim(ctx.db, orgId, taskId, now),
+  ])
+  if (!stored) throw notFound(`No card with taskId ${taskId} in this organisation`)
+  return ctx.readBoard((view) => view.present(stored satisfies StoredTask, claim))
 }
 
 /** list_columns: board order; with projectId, the project's own columns plus organisation-level ones. */

@@ -1,16 +1,16 @@
 import type { ActionInput, ActionResults } from '../../shared/actions.ts'
-import { boardMaps, readAttachment, readComment } from '../../shared/board-doc.ts'
-import { presentClaim, type StoredClaim } from '../../shared/claims.ts'
+import { shownOnCard } from '../../shared/claims.ts'
 import { LIMITS } from '../../shared/constants.ts'
+import type { Task } from '../../shared/records.ts'
 import type { ActionContext } from '../agent/context.ts'
+import { archivedByIds, attachmentsByIds, claimsByIds, commentsByIds } from '../board/history.ts'
 import { readChangePage } from '../changes/feed.ts'
-import { BoardView } from './board-view.ts'
 
 /**
- * get_changes: the change feed, in the get_board shapes. Read-only. It runs on the write
- * path (under the document's lock, in a transaction that writes nothing) so that every
- * change row it can see has already reached the document it presents from: a write of
- * this process commits and updates the document before the lock is let go.
+ * get_changes: the change feed, in the get_board shapes. Read-only. The page of change
+ * rows is read while the board document is clean (lane.ts): every change row it can see
+ * from this process has already reached the document it presents from. Cards off the
+ * board, comments, screenshots and claims are read from their tables.
  *
  * Entities that no longer exist (a card or comment deleted for good, a force-released
  * claim) cannot be shown and are left out, as the specification says.
@@ -20,40 +20,58 @@ export async function get_changes(
   input: ActionInput<'get_changes'>,
 ): Promise<ActionResults['get_changes']> {
   const limit = input.limit ?? LIMITS.changesLimit.default
-  return ctx.writeBoard(async (w) => {
-    const page = await readChangePage(w.tx, ctx.key.orgId, input.since, limit)
-    const view = new BoardView(w.doc, ctx.clock.now())
-    const maps = boardMaps(w.doc)
-
+  const orgId = ctx.key.orgId
+  const now = ctx.clock.now()
+  const read = await ctx.readBoard(async (view) => {
+    const page = await ctx.db.transaction((tx) => readChangePage(tx, orgId, input.since, limit))
     const taskIds = [...new Set([...page.ids.tasks, ...page.ids.fireTasks])]
-    const tasks = taskIds.flatMap((id) => {
+    const onBoard = new Map<string, Task>()
+    for (const id of taskIds) {
       const t = view.storedTask(id)
-      return t ? [view.present(t)] : []
-    })
+      if (t) onBoard.set(id, view.present(t))
+    }
     const columns = page.ids.columns.flatMap((id) => {
       const c = view.columns.get(id)
       return c ? [c] : []
     })
-    const comments = page.ids.comments.flatMap((id) => {
-      const m = maps.comments.get(id)
-      return m ? [readComment(id, m)] : []
-    })
-    const attachments = page.ids.attachments.flatMap((id) => {
-      const m = maps.attachments.get(id)
-      return m ? [readAttachment(id, m)] : []
-    })
-    const claims = page.ids.claims.flatMap((taskId) => {
-      const stored = maps.claims.get(taskId) as StoredClaim | undefined
-      return stored ? [presentClaim(stored, view.now)] : []
-    })
-    return {
-      cursor: page.cursor,
-      tasks,
-      columns,
-      comments,
-      attachments,
-      claims,
-      truncated: page.truncated,
-    }
+    return { page, taskIds, onBoard, columns }
   })
+  const { page, taskIds, onBoard } = read
+  const offBoard = taskIds.filter((id) => !onBoard.has(id))
+  const [archived, archivedClaims, comments, attachments, claims] = await Promise.all([
+    archivedByIds(ctx.db, orgId, offBoard),
+    claimsByIds(ctx.db, orgId, offBoard, now),
+    commentsByIds(ctx.db, orgId, page.ids.comments),
+    attachmentsByIds(ctx.db, orgId, page.ids.attachments),
+    claimsByIds(ctx.db, orgId, page.ids.claims, now),
+  ])
+  const presentedArchived =
+    archived.size === 0
+      ? new Map<string, Task>()
+      : await ctx.readBoard(
+          (view) =>
+            new Map(
+              [...archived].map(([id, t]) => [
+                id,
+                view.present(t, shownOnCard(archivedClaims.get(id))),
+              ]),
+            ),
+        )
+  const pick = <T>(ids: readonly string[], found: Map<string, T>) =>
+    ids.flatMap((id) => {
+      const v = found.get(id)
+      return v ? [v] : []
+    })
+  return {
+    cursor: page.cursor,
+    tasks: taskIds.flatMap((id) => {
+      const t = onBoard.get(id) ?? presentedArchived.get(id)
+      return t ? [t] : []
+    }),
+    columns: read.columns,
+    comments: pick(page.ids.comments, comments),
+    attachments: pick(page.ids.attachments, attachments),
+    claims: pick(page.ids.claims, claims),
+    truncated: page.truncated,
+  }
 }

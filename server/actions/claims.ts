@@ -2,20 +2,29 @@ import type { ActionInput, ActionResults } from '../../shared/actions.ts'
 import { boardMaps } from '../../shared/board-doc.ts'
 import type { ClaimRecord } from '../../shared/records.ts'
 import type { ActionContext } from '../agent/context.ts'
+import { BoardView } from '../board/board-view.ts'
+import { requireCard } from '../board/history.ts'
 import { type ClaimRow, claimRecordFromRow, storedClaimFromRow } from '../claims/locks.ts'
 import { acquireClaim, heartbeatClaim, releaseClaim } from '../claims/store.ts'
 import type { WriteScope } from '../live/live-docs.ts'
-import { BoardView } from './board-view.ts'
 
 /**
- * Projects the claim row into the board document's `claims` map and logs the change, in
- * the write's own transaction: the row, the document and the change row commit together.
+ * Projects the claim row into the board document's `claims` map (cards on the board only:
+ * an archived card's claim lives in Postgres alone) and logs the change, in the write's
+ * own transaction: the row, the document and the change row commit together.
  */
 function project(w: WriteScope, row: ClaimRow, now: number): ClaimRecord {
-  const stored = storedClaimFromRow(row, now)
-  w.mutate((doc) => boardMaps(doc).claims.set(row.task_id, stored))
+  if (boardMaps(w.doc).tasks.has(row.task_id)) {
+    const stored = storedClaimFromRow(row, now)
+    w.mutate((doc) => boardMaps(doc).claims.set(row.task_id, stored))
+  }
   w.changed('claim', row.task_id)
   return claimRecordFromRow(row, now)
+}
+
+/** The card, on the board or archived, or 404. */
+async function requireCardOf(ctx: ActionContext, w: WriteScope, taskId: string): Promise<void> {
+  await requireCard(w.tx, new BoardView(w.doc), ctx.key.orgId, taskId)
 }
 
 /** claim_task and heartbeat_task: take or extend the lease with `lease`, then project it. */
@@ -25,7 +34,7 @@ function leaseWrite(
   lease: typeof acquireClaim,
 ) {
   return ctx.writeBoard(async (w) => {
-    new BoardView(w.doc).requireTask(input.taskId)
+    await requireCardOf(ctx, w, input.taskId)
     const now = ctx.clock.now()
     const row = await lease(w.tx, {
       orgId: ctx.key.orgId,
@@ -61,7 +70,7 @@ export async function release_task(
   input: ActionInput<'release_task'>,
 ): Promise<ActionResults['release_task']> {
   return ctx.writeBoard(async (w) => {
-    new BoardView(w.doc).requireTask(input.taskId)
+    await requireCardOf(ctx, w, input.taskId)
     const now = ctx.clock.now()
     const row = await releaseClaim(w.tx, {
       orgId: ctx.key.orgId,

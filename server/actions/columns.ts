@@ -1,12 +1,14 @@
 import { randomUUID } from 'node:crypto'
 import * as Y from 'yjs'
 import type { ActionInput, ActionResults } from '../../shared/actions.ts'
-import { boardMaps, readColumn } from '../../shared/board-doc.ts'
+import { boardMaps, readColumn, type StoredTask } from '../../shared/board-doc.ts'
 import { POSITION_STEP } from '../../shared/constants.ts'
 import type { ActionContext } from '../agent/context.ts'
 import { badRequest, conflict } from '../api-error.ts'
+import { archivedRow } from '../board/archive.ts'
+import { BoardView } from '../board/board-view.ts'
+import { archivedInColumn } from '../board/history.ts'
 import { lockLiveClaims } from '../claims/locks.ts'
-import { BoardView } from './board-view.ts'
 import { requireProject } from './tasks.ts'
 
 /** create_column: appended at the end unless `position` is given; organisation-level without projectId. */
@@ -65,15 +67,17 @@ export async function delete_column(
   return ctx.writeBoard(async (w) => {
     const view = new BoardView(w.doc)
     view.requireColumn(input.columnId)
-    const cards = view
-      .storedTasks()
-      .filter((t) => t.columnId === input.columnId)
-      .sort((a, b) => a.position - b.position || a.id.localeCompare(b.id))
     const dest = input.destinationColumnId
     if (dest !== undefined) {
       if (dest === input.columnId) throw badRequest('destinationColumnId must differ from columnId')
       view.requireColumn(dest, 'destinationColumnId')
     }
+    const archived = await archivedInColumn(w.tx, ctx.key.orgId, input.columnId, true)
+    const archivedIds = new Set(archived.map((t) => t.id))
+    const cards = [
+      ...view.storedTasks().filter((t) => t.columnId === input.columnId),
+      ...archived,
+    ].sort((a, b) => a.position - b.position || a.id.localeCompare(b.id))
     const live = await lockLiveClaims(
       w.tx,
       cards.map((c) => c.id),
@@ -88,16 +92,20 @@ export async function delete_column(
         `Column ${input.columnId} still holds ${cards.length} card(s) (archived ones count); pass destinationColumnId to move them`,
       )
     }
+    const moved: StoredTask[] = []
     w.mutate((doc) => {
       const maps = boardMaps(doc)
       if (dest !== undefined) {
         let position = view.appendPosition(dest, POSITION_STEP)
         for (const card of cards) {
+          const next = { ...card, columnId: dest, position, updatedAt: w.now }
+          moved.push(next)
+          position += POSITION_STEP
+          if (archivedIds.has(card.id)) continue
           const m = maps.tasks.get(card.id) as Y.Map<unknown>
           m.set('columnId', dest)
-          m.set('position', position)
+          m.set('position', next.position)
           m.set('updatedAt', w.now)
-          position += POSITION_STEP
         }
       }
       maps.columns.delete(input.columnId)
@@ -105,12 +113,13 @@ export async function delete_column(
     if (dest !== undefined) {
       const after = new BoardView(w.doc)
       const destination = after.requireColumn(dest, 'destinationColumnId')
-      for (const card of cards) {
+      for (const card of moved) {
+        if (archivedIds.has(card.id)) w.row({ t: 'archived', id: card.id, rec: archivedRow(card) })
         w.changed('task', card.id)
         w.emit({
           type: 'card.moved',
           data: {
-            task: after.present(after.requireTask(card.id)),
+            task: archivedIds.has(card.id) ? after.present(card, null) : after.present(card),
             fromColumnId: input.columnId,
             toColumnId: dest,
             toColumnTitle: destination.title,

@@ -1,64 +1,77 @@
 import { randomUUID } from 'node:crypto'
 import * as Y from 'yjs'
 import type { ActionInput, ActionResults } from '../../shared/actions.ts'
-import { boardMaps, readComment } from '../../shared/board-doc.ts'
+import { cardMaps, readComment } from '../../shared/card-doc.ts'
+import { cardDocName } from '../../shared/doc-names.ts'
 import type { ActionContext } from '../agent/context.ts'
 import { forbidden, notFound } from '../api-error.ts'
-import type { WriteScope } from '../live/live-docs.ts'
-import { BoardView } from './board-view.ts'
+import { requireComment } from '../board/history.ts'
+import { stampAfter } from '../board/stamps.ts'
+import { cardDoc, followStats, openCard } from './cards.ts'
 
 /**
- * A card's thread, its newest comment and lastCommentBy are ordered by createdAt, which has
- * millisecond resolution: two writes within one millisecond would read in random order. So
- * a comment is stamped strictly after the card's newest one, unless that one is more than a
- * second ahead (a person's skewed clock is not followed).
+ * add_comment: not claim locked (works under anyone's claim), archived cards too. The
+ * comment goes into the card's document (an open card shows it at once) and its index
+ * row, and the card's `stats` move, in one transaction. With no agentName the comment
+ * counts as a person's for lastCommentBy.
  */
-function stampAfter(now: string, newest: string | null): string {
-  const last = newest === null ? Number.NaN : Date.parse(newest)
-  const t = Date.parse(now)
-  if (!(last >= t) || last - t >= 1000) return now
-  return new Date(last + 1).toISOString()
-}
-
-/** add_comment: not claim locked. With no agentName the comment counts as a person's. */
 export async function add_comment(
   ctx: ActionContext,
   input: ActionInput<'add_comment'>,
 ): Promise<ActionResults['add_comment']> {
-  return ctx.writeBoard(async (w) => {
-    const view = new BoardView(w.doc)
-    const createdAt = stampAfter(w.now, view.present(view.requireTask(input.taskId)).lastCommentAt)
-    const id = randomUUID()
-    w.mutate((doc) => {
-      const m = new Y.Map<unknown>()
-      m.set('taskId', input.taskId)
-      m.set('body', input.body)
-      m.set('authorEmail', ctx.key.robotEmail)
-      m.set('agentName', ctx.identity.agentName ?? null)
-      m.set('createdAt', createdAt)
-      m.set('editedAt', null)
-      boardMaps(doc).comments.set(id, m)
-    })
-    w.changed('comment', id)
-    const comment = readComment(id, boardMaps(w.doc).comments.get(id) as Y.Map<unknown>)
-    w.emit({
-      type: 'comment.added',
-      data: { comment, taskId: input.taskId, authorIsHuman: comment.agentName === null },
-    })
-    return { comment }
-  })
+  return ctx.writeBoard(
+    async (w) => {
+      const card = await openCard(w, ctx.key.orgId, input.taskId)
+      const createdAt = stampAfter(w.now, card.newest)
+      const id = randomUUID()
+      const comment = w.mutateDoc(card.doc, (doc) => {
+        const m = new Y.Map<unknown>()
+        m.set('taskId', input.taskId)
+        m.set('body', input.body)
+        m.set('authorEmail', ctx.key.robotEmail)
+        m.set('agentName', ctx.identity.agentName ?? null)
+        m.set('createdAt', createdAt)
+        m.set('editedAt', null)
+        cardMaps(doc).comments.set(id, m)
+        return readComment(id, m)
+      })
+      followStats(w, input.taskId, card)
+      w.row({ t: 'comment', id, rec: comment })
+      w.changed('comment', id)
+      w.emit({
+        type: 'comment.added',
+        data: { comment, taskId: input.taskId, authorIsHuman: comment.agentName === null },
+      })
+      return { comment }
+    },
+    cardDoc(ctx.key.orgId, input.taskId),
+  )
 }
 
-/** The comment, if this key wrote it: 404 when missing or foreign, 403 when someone else's. */
-function ownComment(ctx: ActionContext, w: WriteScope, commentId: string): Y.Map<unknown> {
-  const m = boardMaps(w.doc).comments.get(commentId)
-  if (!m) throw notFound(`No comment with commentId ${commentId} in this organisation`)
-  if (m.get('authorEmail') !== ctx.key.robotEmail) {
-    throw forbidden(
-      `Comment ${commentId} was not written by this key; only its author can change it`,
-    )
+/**
+ * The comment in its card's document, if this key wrote it: 404 when missing or foreign,
+ * 403 when someone else's. Found through the comments index, then read from the document.
+ */
+async function ownComment(
+  ctx: ActionContext,
+  commentId: string,
+): Promise<{ taskId: string; check(doc: Y.Doc): Y.Map<unknown> }> {
+  const { taskId } = await requireComment(ctx.db, ctx.key.orgId, commentId)
+  return {
+    taskId,
+    check(doc) {
+      const m = cardMaps(doc).comments.get(commentId)
+      if (!m) throw notFound(`No comment with commentId ${commentId} in this organisation`)
+      if (m.get('authorEmail') !== ctx.key.robotEmail) {
+        throw forbidden(
+          ctx.origin.type === 'person'
+            ? `Comment ${commentId} is not yours; only its author can change it`
+            : `Comment ${commentId} was not written by this key; only its author can change it`,
+        )
+      }
+      return m
+    },
   }
-  return m
 }
 
 /** update_comment: keeps author and timestamp, sets editedAt, notifies nobody. */
@@ -66,25 +79,39 @@ export async function update_comment(
   ctx: ActionContext,
   input: ActionInput<'update_comment'>,
 ): Promise<ActionResults['update_comment']> {
-  return ctx.writeBoard(async (w) => {
-    const m = ownComment(ctx, w, input.commentId)
-    w.mutate(() => {
-      m.set('body', input.body)
-      m.set('editedAt', w.now)
-    })
-    w.changed('comment', input.commentId)
-    return { comment: readComment(input.commentId, m) }
-  })
+  const found = await ownComment(ctx, input.commentId)
+  return ctx.writeBoard(
+    async (w) => {
+      const doc = w.open(cardDocName(ctx.key.orgId, found.taskId))
+      const m = found.check(doc)
+      const comment = w.mutateDoc(doc, () => {
+        m.set('body', input.body)
+        m.set('editedAt', w.now)
+        return readComment(input.commentId, m)
+      })
+      w.row({ t: 'comment', id: input.commentId, rec: comment })
+      w.changed('comment', input.commentId)
+      return { comment }
+    },
+    cardDoc(ctx.key.orgId, found.taskId),
+  )
 }
 
-/** delete_comment: permanent, and so not shown by get_changes. */
+/** delete_comment: permanent, and so not shown by get_changes; the card's stats follow. */
 export async function delete_comment(
   ctx: ActionContext,
   input: ActionInput<'delete_comment'>,
 ): Promise<ActionResults['delete_comment']> {
-  return ctx.writeBoard(async (w) => {
-    ownComment(ctx, w, input.commentId)
-    w.mutate((doc) => boardMaps(doc).comments.delete(input.commentId))
-    return { deleted: true as const, commentId: input.commentId }
-  })
+  const found = await ownComment(ctx, input.commentId)
+  return ctx.writeBoard(
+    async (w) => {
+      const card = await openCard(w, ctx.key.orgId, found.taskId)
+      found.check(card.doc)
+      w.mutateDoc(card.doc, (doc) => cardMaps(doc).comments.delete(input.commentId))
+      followStats(w, found.taskId, card)
+      w.row({ t: 'comment', id: input.commentId, rec: null })
+      return { deleted: true as const, commentId: input.commentId }
+    },
+    cardDoc(ctx.key.orgId, found.taskId),
+  )
 }

@@ -22,14 +22,24 @@ function refuseSelfEdge(edge: EdgeInput, where: string): void {
   }
 }
 
-/**
- * Checks that both ends are nodes on this map. A node of another map of the organisation
- * is a wrong value (400); a node that is nowhere (or foreign) is a 404.
- */
+/** An end that is not a node of the map written to: explained once the write is over. */
+class EndNotOnMap extends Error {
+  readonly nodeId: string
+  readonly param: string
+  readonly elsewhere: string | undefined
+
+  constructor(nodeId: string, param: string, elsewhere: string | undefined) {
+    super(`${param} ${nodeId} is not on the map`)
+    this.nodeId = nodeId
+    this.param = param
+    this.elsewhere = elsewhere
+  }
+}
+
+/** Checks that both ends are nodes on this map (see explainEnds). */
 async function checkEnds(
   ctx: ActionContext,
   w: WriteScope,
-  mapId: string,
   edge: EdgeInput,
   where: string,
 ): Promise<void> {
@@ -38,6 +48,22 @@ async function checkEnds(
     const nodeId = edge[end]
     if (nodes.has(nodeId)) continue
     const elsewhere = await mapOfItem(w.tx, ctx.key.orgId, nodeId, 'node')
+    throw new EndNotOnMap(nodeId, `${where}${end}`, elsewhere)
+  }
+}
+
+/**
+ * Runs an edge write and turns an end not on the map into its answer: a node of another
+ * map of the organisation is a wrong value (400); a node that is nowhere (or foreign) is a
+ * 404. The other map is read after the write let go of its own (a read inside the write
+ * would wait for it).
+ */
+async function explainEnds<T>(ctx: ActionContext, mapId: string, write: Promise<T>): Promise<T> {
+  try {
+    return await write
+  } catch (error) {
+    if (!(error instanceof EndNotOnMap)) throw error
+    const { nodeId, param, elsewhere } = error
     // The index outlives deleted nodes: only a node still on the other map makes it a 400.
     if (
       elsewhere &&
@@ -47,10 +73,10 @@ async function checkEnds(
       ))
     ) {
       throw badRequest(
-        `${where}${end} ${nodeId} is a node of another map; an edge connects two nodes on the same map`,
+        `${param} ${nodeId} is a node of another map; an edge connects two nodes on the same map`,
       )
     }
-    throw notFound(`No node with ${where}${end} ${nodeId} on map ${mapId}`)
+    throw notFound(`No node with ${param} ${nodeId} on map ${mapId}`)
   }
 }
 
@@ -78,12 +104,16 @@ export async function create_edge(
   input: ActionInput<'create_edge'>,
 ): Promise<ActionResults['create_edge']> {
   refuseSelfEdge(input, '')
-  return writeMap(ctx, input.mapId, async (w) => {
-    await checkEnds(ctx, w, input.mapId, input, '')
-    const [id] = addEdges(w, [input]) as [string]
-    await indexItems(w.tx, ctx.key.orgId, input.mapId, 'edge', [id])
-    return { edge: presentNew(w, input.mapId, id) }
-  })
+  return explainEnds(
+    ctx,
+    input.mapId,
+    writeMap(ctx, input.mapId, async (w) => {
+      await checkEnds(ctx, w, input, '')
+      const [id] = addEdges(w, [input]) as [string]
+      await indexItems(w.tx, ctx.key.orgId, input.mapId, 'edge', [id])
+      return { edge: presentNew(w, input.mapId, id) }
+    }),
+  )
 }
 
 /** create_edges: 1–200 edges, all or none, returned in input order. */
@@ -94,14 +124,18 @@ export async function create_edges(
   for (const [i, e] of input.edges.entries()) {
     refuseSelfEdge(e, `edges[${i}].`)
   }
-  return writeMap(ctx, input.mapId, async (w) => {
-    for (const [i, e] of input.edges.entries()) {
-      await checkEnds(ctx, w, input.mapId, e, `edges[${i}].`)
-    }
-    const ids = addEdges(w, input.edges)
-    await indexItems(w.tx, ctx.key.orgId, input.mapId, 'edge', ids)
-    return { edges: ids.map((id) => presentNew(w, input.mapId, id)) }
-  })
+  return explainEnds(
+    ctx,
+    input.mapId,
+    writeMap(ctx, input.mapId, async (w) => {
+      for (const [i, e] of input.edges.entries()) {
+        await checkEnds(ctx, w, e, `edges[${i}].`)
+      }
+      const ids = addEdges(w, input.edges)
+      await indexItems(w.tx, ctx.key.orgId, input.mapId, 'edge', ids)
+      return { edges: ids.map((id) => presentNew(w, input.mapId, id)) }
+    }),
+  )
 }
 
 /** delete_edge: removes one edge; 404 for a missing or foreign one. */

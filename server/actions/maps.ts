@@ -272,12 +272,10 @@ export async function delete_map(
     await w.tx.query('select pg_advisory_xact_lock(hashtext($1))', [name])
     await w.tx.query('delete from map_items where map_id = $1', [input.mapId])
     await deleteDoc(w.tx, name)
+    ctx.live.forgetDocument(name)
     // Only this document's connections, on every process: the socket stays open for the
     // person's other documents, and the provider is told why.
-    w.afterCommit(() => ctx.live.closeConnections({ documentName: name }))
+    w.afterCommit(() => ctx.live.forgetDocument(name, { documentName: name }))
   })
-  // A person's edits received just before the close may still be appended: clear them too.
-  await ctx.live.flushPeople(name)
-  await deleteDoc(ctx.db, name)
   return { ok: true as const }
 }

@@ -1,14 +1,17 @@
 import { randomUUID } from 'node:crypto'
 import * as Y from 'yjs'
 import type { ActionInput, ActionResults } from '../../shared/actions.ts'
-import { boardMaps } from '../../shared/board-doc.ts'
+import { boardMaps, type StoredTask, taskMap } from '../../shared/board-doc.ts'
 import { LIMITS, POSITION_STEP } from '../../shared/constants.ts'
+import { EMPTY_STATS, type Task } from '../../shared/records.ts'
 import { replaceText } from '../../shared/ytext.ts'
 import type { ActionContext } from '../agent/context.ts'
-import { badRequest } from '../api-error.ts'
+import { badRequest, notFound } from '../api-error.ts'
+import { archivedRow } from '../board/archive.ts'
+import { BoardView } from '../board/board-view.ts'
+import { cardClaim, lockArchived } from '../board/history.ts'
 import { assertClaimsAllow } from '../claims/locks.ts'
 import type { WriteScope } from '../live/live-docs.ts'
-import { BoardView } from './board-view.ts'
 
 /** A project of this organisation, or 400: a project from another organisation is a wrong value. */
 export function requireProject(view: BoardView, projectId: string): void {
@@ -17,9 +20,52 @@ export function requireProject(view: BoardView, projectId: string): void {
   }
 }
 
-function presentAfterWrite(w: WriteScope, taskId: string) {
+function presentAfterWrite(w: WriteScope, taskId: string): Task {
   const view = new BoardView(w.doc)
   return view.present(view.requireTask(taskId))
+}
+
+/**
+ * A claim-locked edit of a card, on the board (its fields in the board document) or
+ * archived (its row): 404 when the card is neither, 409 + holder while someone else holds
+ * it. Returns the card as the write left it.
+ */
+export async function editCard(
+  ctx: ActionContext,
+  w: WriteScope,
+  taskId: string,
+  edit: {
+    board(m: Y.Map<unknown>, view: BoardView): void
+    archived(t: StoredTask): StoredTask
+    /** True when the edit would change nothing: the card is returned as it is (idempotent). */
+    unchanged?(t: StoredTask): boolean
+  },
+): Promise<Task> {
+  const view = new BoardView(w.doc)
+  const onBoard = boardMaps(w.doc).tasks.get(taskId)
+  const archived = onBoard ? undefined : await lockArchived(w.tx, ctx.key.orgId, taskId)
+  if (!onBoard && !archived) {
+    throw notFound(`No card with taskId ${taskId} in this organisation`)
+  }
+  await assertClaimsAllow(w.tx, [taskId], ctx.actor)
+  const current = onBoard ? view.requireTask(taskId) : (archived as StoredTask)
+  if (edit.unchanged?.(current)) {
+    return onBoard
+      ? view.present(current)
+      : view.present(current, await cardClaim(w.tx, ctx.key.orgId, taskId, ctx.clock.now()))
+  }
+  if (onBoard) {
+    w.mutate(() => {
+      edit.board(onBoard, view)
+      onBoard.set('updatedAt', w.now)
+    })
+    w.changed('task', taskId)
+    return presentAfterWrite(w, taskId)
+  }
+  const changed = { ...edit.archived(archived as StoredTask), updatedAt: w.now }
+  w.row({ t: 'archived', id: taskId, rec: archivedRow(changed) })
+  w.changed('task', taskId)
+  return view.present(changed, await cardClaim(w.tx, ctx.key.orgId, taskId, ctx.clock.now()))
 }
 
 /** create_task: appended to the bottom of its column unless `position` is given. */
@@ -34,21 +80,25 @@ export async function create_task(
     const id = randomUUID()
     const position = input.position ?? view.appendPosition(input.columnId, POSITION_STEP)
     w.mutate((doc) => {
-      const m = new Y.Map<unknown>()
-      m.set('columnId', input.columnId)
-      m.set('projectId', input.projectId ?? null)
-      m.set('title', input.title)
-      m.set('description', new Y.Text(input.description ?? ''))
-      m.set('type', input.type ?? null)
-      m.set('priority', input.priority ?? null)
-      m.set('tags', [])
-      m.set('assigneeIds', [])
-      m.set('position', position)
-      m.set('createdAt', w.now)
-      m.set('updatedAt', w.now)
-      m.set('archivedAt', null)
-      m.set('createdByEmail', w.origin.type === 'agent' ? w.origin.email : '')
-      boardMaps(doc).tasks.set(id, m)
+      boardMaps(doc).tasks.set(
+        id,
+        taskMap({
+          columnId: input.columnId,
+          projectId: input.projectId ?? null,
+          title: input.title,
+          description: input.description ?? '',
+          type: input.type ?? null,
+          priority: input.priority ?? null,
+          tags: [],
+          assigneeIds: [],
+          position,
+          createdAt: w.now,
+          updatedAt: w.now,
+          archivedAt: null,
+          createdByEmail: w.origin.type === 'agent' ? w.origin.email : '',
+          stats: EMPTY_STATS,
+        }),
+      )
     })
     w.changed('task', id)
     const task = presentAfterWrite(w, id)
@@ -68,26 +118,32 @@ export async function update_task(
       'update_task needs at least one of title, description, projectId, type, priority',
     )
   }
+  const typeValue = type === '' ? null : type
+  const priorityValue = priority === '' ? null : priority
   return ctx.writeBoard(async (w) => {
-    const view = new BoardView(w.doc)
-    view.requireTask(taskId)
-    if (projectId !== undefined) requireProject(view, projectId)
-    await assertClaimsAllow(w.tx, [taskId], ctx.actor)
-    w.mutate((doc) => {
-      const m = boardMaps(doc).tasks.get(taskId) as Y.Map<unknown>
-      if (title !== undefined) m.set('title', title)
-      if (description !== undefined) {
-        const text = m.get('description')
-        if (text instanceof Y.Text) replaceText(text, description)
-        else m.set('description', new Y.Text(description))
-      }
-      if (projectId !== undefined) m.set('projectId', projectId)
-      if (type !== undefined) m.set('type', type === '' ? null : type)
-      if (priority !== undefined) m.set('priority', priority === '' ? null : priority)
-      m.set('updatedAt', w.now)
+    if (projectId !== undefined) requireProject(new BoardView(w.doc), projectId)
+    const task = await editCard(ctx, w, taskId, {
+      board: (m) => {
+        if (title !== undefined) m.set('title', title)
+        if (description !== undefined) {
+          const text = m.get('description')
+          if (text instanceof Y.Text) replaceText(text, description)
+          else m.set('description', new Y.Text(description))
+        }
+        if (projectId !== undefined) m.set('projectId', projectId)
+        if (typeValue !== undefined) m.set('type', typeValue)
+        if (priorityValue !== undefined) m.set('priority', priorityValue)
+      },
+      archived: (t) => ({
+        ...t,
+        ...(title !== undefined ? { title } : {}),
+        ...(description !== undefined ? { description } : {}),
+        ...(projectId !== undefined ? { projectId } : {}),
+        ...(typeValue !== undefined ? { type: typeValue } : {}),
+        ...(priorityValue !== undefined ? { priority: priorityValue } : {}),
+      }),
     })
-    w.changed('task', taskId)
-    return { task: presentAfterWrite(w, taskId) }
+    return { task }
   })
 }
 
@@ -121,44 +177,41 @@ export async function set_task_tags(
   input: ActionInput<'set_task_tags'>,
 ): Promise<ActionResults['set_task_tags']> {
   const tags = normaliseTags(input.tags)
-  return ctx.writeBoard(async (w) => {
-    new BoardView(w.doc).requireTask(input.taskId)
-    await assertClaimsAllow(w.tx, [input.taskId], ctx.actor)
-    w.mutate((doc) => {
-      const m = boardMaps(doc).tasks.get(input.taskId) as Y.Map<unknown>
-      m.set('tags', tags)
-      m.set('updatedAt', w.now)
-    })
-    w.changed('task', input.taskId)
-    return { task: presentAfterWrite(w, input.taskId) }
-  })
+  return ctx.writeBoard(async (w) => ({
+    task: await editCard(ctx, w, input.taskId, {
+      board: (m) => m.set('tags', tags),
+      archived: (t) => ({ ...t, tags }),
+    }),
+  }))
 }
 
-/** move_task: appended to the bottom of the destination unless `position` is given. Claim locked. */
+/**
+ * move_task: appended to the bottom of the destination unless `position` is given. Claim
+ * locked. An archived card moves too and stays archived (it comes back there if restored).
+ */
 export async function move_task(
   ctx: ActionContext,
   input: ActionInput<'move_task'>,
 ): Promise<ActionResults['move_task']> {
   return ctx.writeBoard(async (w) => {
     const view = new BoardView(w.doc)
-    const before = view.requireTask(input.taskId)
     const destination = view.requireColumn(input.columnId)
-    await assertClaimsAllow(w.tx, [input.taskId], ctx.actor)
     const position = input.position ?? view.appendPosition(input.columnId, POSITION_STEP)
-    w.mutate((doc) => {
-      const m = boardMaps(doc).tasks.get(input.taskId) as Y.Map<unknown>
-      m.set('columnId', input.columnId)
-      m.set('position', position)
-      m.set('updatedAt', w.now)
+    let from: string | undefined
+    const task = await editCard(ctx, w, input.taskId, {
+      board: (m) => {
+        from = String(m.get('columnId'))
+        m.set('columnId', input.columnId)
+        m.set('position', position)
+      },
+      archived: (t) => ({ ...t, columnId: input.columnId, position }),
     })
-    w.changed('task', input.taskId)
-    const task = presentAfterWrite(w, input.taskId)
-    if (before.columnId !== destination.id) {
+    if (from !== undefined && from !== destination.id) {
       w.emit({
         type: 'card.moved',
         data: {
           task,
-          fromColumnId: before.columnId,
+          fromColumnId: from,
           toColumnId: destination.id,
           toColumnTitle: destination.title,
         },
@@ -168,21 +221,35 @@ export async function move_task(
   })
 }
 
-/** archive_task: idempotent; archiving again returns the original archivedAt. Claim locked. */
+/**
+ * archive_task: the card leaves the board document (its claim entry with it) and its
+ * whole record goes to `archived_tasks`, in one transaction. Idempotent: archiving again
+ * returns the original archivedAt. Claim locked.
+ */
 export async function archive_task(
   ctx: ActionContext,
   input: ActionInput<'archive_task'>,
 ): Promise<ActionResults['archive_task']> {
+  const { taskId } = input
   return ctx.writeBoard(async (w) => {
-    const task = new BoardView(w.doc).requireTask(input.taskId)
-    await assertClaimsAllow(w.tx, [input.taskId], ctx.actor)
-    if (task.archivedAt) return { taskId: task.id, archivedAt: task.archivedAt }
-    w.mutate((doc) => {
-      const m = boardMaps(doc).tasks.get(input.taskId) as Y.Map<unknown>
-      m.set('archivedAt', w.now)
-      m.set('updatedAt', w.now)
-    })
-    w.changed('task', input.taskId)
-    return { taskId: input.taskId, archivedAt: w.now }
+    const view = new BoardView(w.doc)
+    const onBoard = view.storedTask(taskId)
+    const archived = onBoard ? undefined : await lockArchived(w.tx, ctx.key.orgId, taskId)
+    if (!onBoard && !archived) throw notFound(`No card with taskId ${taskId} in this organisation`)
+    await assertClaimsAllow(w.tx, [taskId], ctx.actor)
+    if (!onBoard) return { taskId, archivedAt: archived?.archivedAt ?? w.now }
+    archive(w, { ...onBoard, archivedAt: w.now, updatedAt: w.now })
+    return { taskId, archivedAt: w.now }
   })
+}
+
+/** Takes a card off the board into history (see archive_task). */
+export function archive(w: WriteScope, task: StoredTask): void {
+  w.mutate((doc) => {
+    const maps = boardMaps(doc)
+    maps.tasks.delete(task.id)
+    if (maps.claims.has(task.id)) maps.claims.delete(task.id)
+  })
+  w.row({ t: 'archived', id: task.id, rec: archivedRow(task) })
+  w.changed('task', task.id)
 }

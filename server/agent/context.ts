@@ -1,8 +1,8 @@
 import type { Db } from '../../persistence/db.ts'
 import { boardDocName } from '../../shared/board-doc.ts'
 import type { AgentIdentity } from '../../shared/labels.ts'
-import { BoardView } from '../actions/board-view.ts'
 import type { ApiKeyRow } from '../auth/api-keys.ts'
+import { BoardView } from '../board/board-view.ts'
 import type { Actor } from '../claims/locks.ts'
 import type { Config } from '../config.ts'
 import type { LiveDocs, WriteScope } from '../live/live-docs.ts'
@@ -26,8 +26,10 @@ export interface ActionContext {
   readonly actor: Actor
   readonly origin: WriteOrigin
   readonly clock: Clock
+  /** Reads the board document once it holds only committed state (see lane.ts). */
   readBoard<T>(fn: (view: BoardView) => T): Promise<T>
-  writeBoard<T>(fn: (scope: WriteScope) => Promise<T>): Promise<T>
+  /** One write with the board as its document (lane.ts), opening the documents named too. */
+  writeBoard<T>(fn: (scope: WriteScope) => Promise<T>, opens?: readonly string[]): Promise<T>
 }
 
 export interface Services {
@@ -62,6 +64,6 @@ export function actionContext(
     origin,
     clock,
     readBoard: (fn) => services.live.read(docName, (doc) => fn(new BoardView(doc, clock.now()))),
-    writeBoard: (fn) => services.live.write(docName, origin, fn),
+    writeBoard: (fn, opens) => services.live.write(docName, origin, fn, opens),
   }
 }

@@ -2,13 +2,13 @@ import type { IncomingMessage } from 'node:http'
 import { z } from 'zod'
 import type { Db } from '../../persistence/db.ts'
 import { actions } from '../../shared/actions.ts'
-import { boardDocName, boardMaps, mapDocName } from '../../shared/board-doc.ts'
+import { mapDocName } from '../../shared/board-doc.ts'
 import { MEMBER_ROLES, type MemberRole } from '../../shared/constants.ts'
 import { mapDocMaps } from '../../shared/map-doc.ts'
 import { oneOf } from '../../shared/schemas/common.ts'
 import type { OrgMembership, User } from '../accounts.ts'
-import { BoardView } from '../actions/board-view.ts'
 import { delete_column } from '../actions/columns.ts'
+import { delete_comment } from '../actions/comments.ts'
 import {
   create_map,
   delete_map,
@@ -18,15 +18,16 @@ import {
   rename_map,
 } from '../actions/maps.ts'
 import { clear_node_image, set_node_image } from '../actions/nodes.ts'
-import { type ActionContext, type Clock, systemClock } from '../agent/context.ts'
+import type { Clock } from '../agent/context.ts'
 import { parseParams } from '../agent/validation.ts'
-import { ApiError, badRequest, forbidden, notFound } from '../api-error.ts'
+import { ApiError, forbidden, notFound } from '../api-error.ts'
 import { sha256Hex } from '../auth/crypto.ts'
 import type { Config } from '../config.ts'
 import { readJson, sendEmpty, sendJson } from '../http/json.ts'
 import type { Params, Router } from '../http/router.ts'
 import type { LiveDocs } from '../live/live-docs.ts'
-import type { WriteOrigin } from '../live/origin.ts'
+import { pathId } from './path-id.ts'
+import { personContext } from './person-context.ts'
 import { requireMember, requireUser } from './session.ts'
 
 export interface ClientRouteDeps {
@@ -36,50 +37,8 @@ export interface ClientRouteDeps {
   clock?: Clock
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
-
-/** A path id: malformed ids name the parameter, as the agent endpoint answers them. */
-function pathId(params: Params, name: string): string {
-  const value = params[name] ?? ''
-  if (!UUID.test(value)) throw badRequest(`${name} must be a UUID (malformed id)`)
-  return value.toLowerCase()
-}
-
 /** `PATCH /orgs/:orgId/members/:userId` body. */
 const memberRole = z.strictObject({ role: oneOf('role', MEMBER_ROLES) })
-
-/**
- * A person acting through the app, in the shape the shared action handlers take. Only the
- * handlers that read nothing of a key but its organisation (maps, images, delete_column)
- * are run this way; the write's origin is the person, so persistence, the change log and
- * webhooks attribute it to them and no key is held.
- */
-function personContext(deps: ClientRouteDeps, user: User, org: OrgMembership): ActionContext {
-  const clock = deps.clock ?? systemClock
-  const origin: WriteOrigin = { type: 'person', orgId: org.id, userId: user.id, email: user.email }
-  const docName = boardDocName(org.id)
-  return {
-    db: deps.db,
-    live: deps.live,
-    config: deps.config,
-    clock,
-    key: {
-      id: user.id,
-      orgId: org.id,
-      orgName: org.name,
-      name: 'web app',
-      prefix: '',
-      createdAt: '',
-      robotUserId: user.id,
-      robotEmail: user.email,
-    },
-    identity: {},
-    actor: { keyId: user.id, identity: {}, clock },
-    origin,
-    readBoard: (fn) => deps.live.read(docName, (doc) => fn(new BoardView(doc, clock.now()))),
-    writeBoard: (fn) => deps.live.write(docName, origin, fn),
-  }
-}
 
 /** Closes a person's live connections to an organisation's documents (they left it). */
 function disconnect(live: LiveDocs, orgId: string, userId: string): void {
@@ -237,18 +196,15 @@ export function clientRoutes(router: Router, deps: ClientRouteDeps): void {
    */
   on('DELETE', '/comments/:commentId', async (_req, { user, org, params }) => {
     const commentId = pathId(params, 'commentId')
-    await live.write(
-      boardDocName(org.id),
-      { type: 'person', orgId: org.id, userId: user.id, email: user.email },
-      async (w) => {
-        const m = boardMaps(w.doc).comments.get(commentId)
-        if (!m) throw notFound(`No comment with commentId ${commentId} in this organisation`)
-        if (m.get('authorEmail') !== user.email || typeof m.get('agentName') === 'string') {
-          throw forbidden(`Comment ${commentId} is not yours; only its author can delete it`)
-        }
-        w.mutate((doc) => boardMaps(doc).comments.delete(commentId))
-      },
-    )
+    const ctx = personContext(deps, user, org)
+    try {
+      await delete_comment(ctx, { commentId })
+    } catch (error) {
+      if (!(error instanceof ApiError) || error.status !== 404) throw error
+      // A comment written a moment ago may not be indexed yet: store people's edits, look again.
+      await live.flushPeople(org.id)
+      await delete_comment(ctx, { commentId })
+    }
     return { status: 204 }
   })
 

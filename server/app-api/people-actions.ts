@@ -1,49 +1,58 @@
 import type { IncomingMessage } from 'node:http'
-import type * as Y from 'yjs'
 import type { Db } from '../../persistence/db.ts'
-import { boardDocName, boardMaps, readColumn } from '../../shared/board-doc.ts'
+import { boardMaps, readColumn, type StoredTask, taskMap } from '../../shared/board-doc.ts'
+import { shownOnCard } from '../../shared/claims.ts'
+import { POSITION_STEP } from '../../shared/constants.ts'
+import { cardDocName } from '../../shared/doc-names.ts'
 import { effectivePriority } from '../../shared/priority.ts'
 import type { Column, Task } from '../../shared/records.ts'
 import * as body from '../../shared/schemas/app.ts'
 import type { OrgMembership, User } from '../accounts.ts'
-import { BoardView } from '../actions/board-view.ts'
-import { type Clock, systemClock } from '../agent/context.ts'
+import { editCard } from '../actions/tasks.ts'
+import type { Clock } from '../agent/context.ts'
 import { parseParams } from '../agent/validation.ts'
-import { badRequest } from '../api-error.ts'
+import { ApiError, badRequest, conflict } from '../api-error.ts'
+import { BoardView } from '../board/board-view.ts'
+import {
+  archivedInColumn,
+  archivedPage,
+  claimsByIds,
+  lockArchived,
+  requireCard,
+} from '../board/history.ts'
 import { recordFireChanges } from '../changes/feed.ts'
-import { assertUnclaimed } from '../claims/locks.ts'
-import { deleteClaim } from '../claims/store.ts'
+import { assertUnclaimed, storedClaimFromRow } from '../claims/locks.ts'
+import { deleteClaim, lockClaim } from '../claims/store.ts'
+import type { Config } from '../config.ts'
 import { fileStore } from '../files/store.ts'
 import { readJson, sendEmpty, sendJson } from '../http/json.ts'
 import type { Params, Router } from '../http/router.ts'
+import { deleteDoc } from '../live/doc-store.ts'
 import type { LiveDocs, WriteScope } from '../live/live-docs.ts'
+import { pathId } from './path-id.ts'
+import { personContext } from './person-context.ts'
 import { requireMember, requireUser } from './session.ts'
 
 export interface PeopleActionDeps {
   db: Db
   live: LiveDocs
+  config: Config
   clock?: Clock
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
-
-/** A path id, or 400 naming it, as the agent endpoint answers a malformed id. */
-function pathId(params: Params, name: string): string {
-  const value = params[name] ?? ''
-  if (!UUID.test(value)) throw badRequest(`${name} must be a UUID (malformed id)`)
-  return value.toLowerCase()
-}
+/** The Archived view's page size: default and most. */
+const ARCHIVED_PAGE = { default: 50, max: 200 }
 
 /**
  * What people do to the board in the app and agents cannot (DESIGN.md, Contract 2): take
- * back a claim, delete a card, remove a card's project, set a column's role or fire. Each
- * is one write on the board document with a `person` origin, committed in one transaction
- * with its claim rows and its change rows. Members of the organisation only (404 for
- * anyone else); force release needs owner or admin (403 otherwise).
+ * back a claim, delete a card, remove a card's project, set a column's role or fire, list
+ * archived cards and put one back on the board. Each is one write with a `person` origin,
+ * committed in one transaction with its claim rows, history rows and change rows. Members
+ * of the organisation only (404 for anyone else); force release needs owner or admin (403
+ * otherwise).
  */
 export function peopleActionRoutes(router: Router, deps: PeopleActionDeps): void {
   const { db, live } = deps
-  const clock = deps.clock ?? systemClock
 
   type Handler = (
     req: IncomingMessage,
@@ -67,11 +76,8 @@ export function peopleActionRoutes(router: Router, deps: PeopleActionDeps): void
     })
 
   const write = <T>(user: User, org: OrgMembership, fn: (w: WriteScope) => Promise<T>) =>
-    live.write(
-      boardDocName(org.id),
-      { type: 'person', orgId: org.id, userId: user.id, email: user.email },
-      fn,
-    )
+    personContext(deps, user, org).writeBoard(fn)
+  const now = () => (deps.clock ?? { now: Date.now }).now()
 
   /**
    * Force release (owner or admin): deletes the card's claim record whatever its state, so
@@ -85,7 +91,7 @@ export function peopleActionRoutes(router: Router, deps: PeopleActionDeps): void
     async (_req, user, org, p) => {
       const taskId = pathId(p, 'taskId')
       const released = await write(user, org, async (w) => {
-        new BoardView(w.doc).requireTask(taskId)
+        await requireCard(w.tx, new BoardView(w.doc), org.id, taskId)
         const deleted = await deleteClaim(w.tx, taskId)
         if (boardMaps(w.doc).claims.has(taskId)) {
           w.mutate((doc) => boardMaps(doc).claims.delete(taskId))
@@ -97,36 +103,39 @@ export function peopleActionRoutes(router: Router, deps: PeopleActionDeps): void
   )
 
   /**
-   * Deletes a card for good, with its comments, its screenshots (document entries and
-   * stored files) and its claim, whoever holds it. A permanent delete leaves no timestamp,
-   * so get_changes cannot show it.
+   * Deletes a card for good, on the board or archived, with its comments, its screenshots
+   * (entries and stored files), its own document and its claim, whoever holds it. A
+   * permanent delete leaves no timestamp, so get_changes cannot show it.
    */
   on('DELETE', '/orgs/:orgId/tasks/:taskId', 'any', async (_req, user, org, p) => {
     const taskId = pathId(p, 'taskId')
+    const docName = cardDocName(org.id, taskId)
     await write(user, org, async (w) => {
-      new BoardView(w.doc).requireTask(taskId)
-      const maps = boardMaps(w.doc)
-      const owned = (m: Y.Map<Y.Map<unknown>>) => {
-        const ids: string[] = []
-        m.forEach((entry, id) => {
-          if (entry.get('taskId') === taskId) ids.push(id)
-        })
-        return ids
-      }
-      const comments = owned(maps.comments)
-      const attachments = owned(maps.attachments)
+      const { onBoard } = await requireCard(w.tx, new BoardView(w.doc), org.id, taskId)
+      const screenshots = await w.tx.query<{ id: string }>(
+        'delete from attachments where task_id = $1 and org_id = $2 returning id',
+        [taskId, org.id],
+      )
       const store = fileStore(db)
+      // Same lock as compaction, so a compaction in flight cannot write a snapshot back.
+      await w.tx.query('select pg_advisory_xact_lock(hashtext($1))', [docName])
+      live.forgetDocument(docName)
       await Promise.all([
         deleteClaim(w.tx, taskId),
-        ...attachments.map((id) => store.delete(org.id, id, w.tx)),
+        w.tx.query('delete from comments where task_id = $1 and org_id = $2', [taskId, org.id]),
+        w.tx.query('delete from archived_tasks where id = $1 and org_id = $2', [taskId, org.id]),
+        deleteDoc(w.tx, docName),
+        ...screenshots.map((a) => store.delete(org.id, a.id, w.tx)),
       ])
-      w.mutate((doc) => {
-        const m = boardMaps(doc)
-        for (const id of comments) m.comments.delete(id)
-        for (const id of attachments) m.attachments.delete(id)
-        m.claims.delete(taskId)
-        m.tasks.delete(taskId)
-      })
+      if (onBoard) {
+        w.mutate((doc) => {
+          const m = boardMaps(doc)
+          if (m.claims.has(taskId)) m.claims.delete(taskId)
+          m.tasks.delete(taskId)
+        })
+      }
+      // Nobody keeps the card's document open, on any process, and nothing of it is stored again.
+      w.afterCommit(() => live.forgetDocument(docName, { documentName: docName }))
     })
     return { status: 204 }
   })
@@ -137,21 +146,14 @@ export function peopleActionRoutes(router: Router, deps: PeopleActionDeps): void
    */
   on('DELETE', '/orgs/:orgId/tasks/:taskId/project', 'any', async (_req, user, org, p) => {
     const taskId = pathId(p, 'taskId')
-    const task = await write(user, org, async (w): Promise<Task> => {
-      const view = new BoardView(w.doc, clock.now())
-      const before = view.requireTask(taskId)
-      await assertUnclaimed(w.tx, [taskId], clock.now())
-      if (before.projectId !== null) {
-        w.mutate((doc) => {
-          const m = boardMaps(doc).tasks.get(taskId) as Y.Map<unknown>
-          m.set('projectId', null)
-          m.set('updatedAt', w.now)
-        })
-        w.changed('task', taskId)
-      }
-      const after = new BoardView(w.doc, clock.now())
-      return after.present(after.requireTask(taskId))
-    })
+    const ctx = personContext(deps, user, org)
+    const task = await ctx.writeBoard((w) =>
+      editCard(ctx, w, taskId, {
+        board: (m) => m.set('projectId', null),
+        archived: (t) => ({ ...t, projectId: null }),
+        unchanged: (t) => t.projectId === null,
+      }),
+    )
     return { status: 200, body: { task } }
   })
 
@@ -171,19 +173,20 @@ export function peopleActionRoutes(router: Router, deps: PeopleActionDeps): void
       const view = new BoardView(w.doc)
       const before = view.requireColumn(columnId)
       const fireChanges = input.onFire !== undefined && input.onFire !== before.onFire
+      const moved = (t: StoredTask) =>
+        effectivePriority(t.priority, before.onFire) !==
+        effectivePriority(t.priority, input.onFire === true)
       const reprioritised = fireChanges
-        ? view
-            .storedTasks()
-            .filter(
-              (t) =>
-                t.columnId === columnId &&
-                effectivePriority(t.priority, before.onFire) !==
-                  effectivePriority(t.priority, input.onFire === true),
-            )
+        ? [
+            ...view.storedTasks().filter((t) => t.columnId === columnId),
+            ...(await archivedInColumn(w.tx, org.id, columnId)),
+          ]
+            .filter(moved)
             .map((t) => t.id)
         : []
       w.mutate((doc) => {
-        const m = boardMaps(doc).columns.get(columnId) as Y.Map<unknown>
+        const m = boardMaps(doc).columns.get(columnId)
+        if (!m) return
         if (input.role !== undefined && input.role !== before.role) m.set('role', input.role)
         if (fireChanges) {
           m.set('onFire', input.onFire)
@@ -194,8 +197,109 @@ export function peopleActionRoutes(router: Router, deps: PeopleActionDeps): void
         w.changed('column', columnId)
         await recordFireChanges(w.tx, org.id, columnId, reprioritised)
       }
-      return readColumn(columnId, boardMaps(w.doc).columns.get(columnId) as Y.Map<unknown>)
+      const m = boardMaps(w.doc).columns.get(columnId)
+      return m ? readColumn(columnId, m) : before
     })
     return { status: 200, body: { column } }
   })
+
+  /**
+   * The Archived view: archived cards, newest archive first, in the get_task task shape,
+   * a page at a time (`limit` 1–200, default 50; `before` is the previous page's
+   * `nextBefore`, null after the last page).
+   */
+  on('GET', '/orgs/:orgId/archived-tasks', 'any', async (req, user, org) => {
+    const query = new URL(req.url ?? '/', 'http://localhost').searchParams
+    const limit = pageLimit(query.get('limit'))
+    const before = pageCursor(query.get('before'))
+    const page = await archivedPage(db, org.id, limit + 1, before)
+    const shown = page.slice(0, limit)
+    const claims = await claimsByIds(
+      db,
+      org.id,
+      shown.map((t) => t.id),
+      now(),
+    )
+    const tasks = await personContext(deps, user, org).readBoard((view) =>
+      shown.map((t): Task => view.present(t, shownOnCard(claims.get(t.id)))),
+    )
+    const lastShown = shown.at(-1)
+    const nextBefore =
+      page.length > limit && lastShown
+        ? Buffer.from(JSON.stringify([lastShown.archivedAt, lastShown.id])).toString('base64url')
+        : null
+    return { status: 200, body: { tasks, nextBefore } }
+  })
+
+  /**
+   * Puts an archived card back on the board: in its column, or the first column of its
+   * project (or of the organisation) when that column is gone; archivedAt null; appended
+   * at the bottom; its claim (if any) shown on the board again. Claim locked: a card an
+   * agent holds stays where it is (409 + holder). Not archived: 409.
+   */
+  on('POST', '/orgs/:orgId/tasks/:taskId/restore', 'any', async (_req, user, org, p) => {
+    const taskId = pathId(p, 'taskId')
+    const task = await write(user, org, async (w): Promise<Task> => {
+      const view = new BoardView(w.doc, now())
+      if (view.hasTask(taskId)) throw conflict(`Card ${taskId} is on the board, not archived`)
+      const archived = await lockArchived(w.tx, org.id, taskId)
+      if (!archived) throw new ApiError(404, `No card with taskId ${taskId} in this organisation`)
+      await assertUnclaimed(w.tx, [taskId], now())
+      const columnId = restoreColumn(view, archived)
+      if (!columnId) throw conflict('The board has no column to restore the card into')
+      const claim = await lockClaim(w.tx, taskId)
+      const restored: StoredTask = {
+        ...archived,
+        columnId,
+        position: view.appendPosition(columnId, POSITION_STEP),
+        archivedAt: null,
+        updatedAt: w.now,
+      }
+      w.mutate((doc) => {
+        const maps = boardMaps(doc)
+        maps.tasks.set(taskId, taskMap(restored))
+        if (claim) maps.claims.set(taskId, storedClaimFromRow(claim, now()))
+      })
+      w.row({ t: 'archived', id: taskId, rec: null })
+      w.changed('task', taskId)
+      const after = new BoardView(w.doc, now())
+      return after.present(after.requireTask(taskId))
+    })
+    return { status: 200, body: { task } }
+  })
+}
+
+/** Where a restored card goes: its column, else the first of its project's, else the organisation's. */
+function restoreColumn(view: BoardView, task: StoredTask): string | undefined {
+  if (view.columns.has(task.columnId)) return task.columnId
+  const columns = view.sortedColumns()
+  const own = task.projectId ? columns.find((c) => c.projectId === task.projectId) : undefined
+  return (own ?? columns.find((c) => c.projectId === null) ?? columns[0])?.id
+}
+
+function pageLimit(raw: string | null): number {
+  if (raw === null || raw === '') return ARCHIVED_PAGE.default
+  const n = Number(raw)
+  if (!Number.isInteger(n) || n < 1 || n > ARCHIVED_PAGE.max) {
+    throw badRequest(`limit must be an integer from 1 to ${ARCHIVED_PAGE.max}`)
+  }
+  return n
+}
+
+function pageCursor(raw: string | null): { archivedAt: string; id: string } | undefined {
+  if (raw === null || raw === '') return undefined
+  try {
+    const v: unknown = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8'))
+    if (
+      Array.isArray(v) &&
+      v.length === 2 &&
+      typeof v[0] === 'string' &&
+      !Number.isNaN(Date.parse(v[0])) &&
+      typeof v[1] === 'string' &&
+      /^[0-9a-f-]{36}$/.test(v[1])
+    ) {
+      return { archivedAt: v[0], id: v[1] }
+    }
+  } catch {}
+  throw badRequest('before must be the nextBefore of a previous page')
 }

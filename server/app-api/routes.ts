@@ -13,14 +13,20 @@ import {
   listInvites,
   listMembers,
   logIn,
+  normaliseEmail,
   organizationsOf,
   signUp,
 } from '../accounts.ts'
+import { type Clock, systemClock } from '../agent/context.ts'
 import { parseParams } from '../agent/validation.ts'
 import { ApiError } from '../api-error.ts'
 import { createApiKey, listApiKeys, revokeApiKey } from '../auth/api-keys.ts'
+import { DEVICE_COOKIE, deviceCookie, deviceKnown, signDevice } from '../auth/device-cookie.ts'
+import { LoginThrottle, loginBudgets } from '../auth/login-throttle.ts'
+import { sharedSecret } from '../auth/secrets.ts'
 import { signSyncToken } from '../auth/sync-tokens.ts'
 import type { Config } from '../config.ts'
+import { clientAddress } from '../http/client-address.ts'
 import { readJson, sendEmpty, sendJson } from '../http/json.ts'
 import type { Params, Router } from '../http/router.ts'
 import type { LiveDocs } from '../live/live-docs.ts'
@@ -39,6 +45,8 @@ export interface AppDeps {
   live: LiveDocs
   config: Config
   syncSecret: string
+  /** The time of sign-in throttling and device cookies (tests move it); the system's by default. */
+  clock?: Clock
   /** Called when a key is revoked, so its live connections can be closed. */
   onKeyRevoked?: (keyId: string) => void
 }
@@ -62,8 +70,27 @@ async function bodyOf<S extends z.ZodType>(
   return parseParams(what, schema, (await readJson(req)) ?? {})
 }
 
-function isSecure(req: IncomingMessage): boolean {
-  return req.headers['x-forwarded-proto'] === 'https'
+/**
+ * Whether the browser reaches the service over https, so its cookies must be Secure: the
+ * service itself may speak plain HTTP behind a TLS proxy, which says so in
+ * X-Forwarded-Proto, or the operator says so in PUBLIC_URL.
+ */
+function isSecure(req: IncomingMessage, publicUrl: string | undefined): boolean {
+  // A chain of proxies lists one scheme each; the first is the one the browser used.
+  const forwarded = req.headers['x-forwarded-proto']?.toString().split(',')[0]?.trim()
+  return forwarded === 'https' || publicUrl?.startsWith('https:') === true
+}
+
+/**
+ * The device cookie's value, or undefined when the browser sent none or a mangled one: a
+ * cookie the service cannot read proves nothing, and must not turn a sign-in into a 500.
+ */
+function deviceCookieOf(req: IncomingMessage): string | undefined {
+  try {
+    return readCookie(req, DEVICE_COOKIE)
+  } catch {
+    return undefined
+  }
 }
 
 type Handler = (req: IncomingMessage, res: ServerResponse, params: Params) => Promise<void>
@@ -71,38 +98,59 @@ type Handler = (req: IncomingMessage, res: ServerResponse, params: Params) => Pr
 /** The app API of DESIGN.md Contract 2: sessions, organisations, keys, invites, projects, sync tokens. */
 export function appRoutes(router: Router, deps: AppDeps): void {
   const { db, config } = deps
+  const clock = deps.clock ?? systemClock
   const on = (method: string, path: string, handler: Handler) =>
     router.on(method, `/api/app${path}`, handler)
+  const throttle = new LoginThrottle(db, clock, loginBudgets(config))
+  let deviceSecret: Promise<string> | undefined
+  const deviceKey = () => {
+    deviceSecret ??= sharedSecret(db, 'login-device')
+    deviceSecret.catch(() => {
+      deviceSecret = undefined
+    })
+    return deviceSecret
+  }
+  /** The session cookie, and the device cookie that marks this browser as known to the account. */
+  const signedIn = async (req: IncomingMessage, userId: string, email: string) => {
+    const session = await createSession(db, userId, config.sessionTtlDays)
+    const secure = isSecure(req, config.publicUrl)
+    return [
+      sessionCookie(session.token, session.expiresAt, secure),
+      deviceCookie(signDevice(await deviceKey(), email, clock.now()), secure),
+    ]
+  }
 
   on('POST', '/signup', async (req, res) => {
     const input = await bodyOf(req, body.signup, 'signup')
     const { user, organization } = await signUp(db, { ...input, scryptN: config.scryptN })
     await seedBoard(deps.live, organization.id)
-    const session = await createSession(db, user.id, config.sessionTtlDays)
-    sendJson(
-      res,
-      201,
-      { user, organization },
-      { 'set-cookie': sessionCookie(session.token, session.expiresAt, isSecure(req)) },
-    )
+    const cookies = await signedIn(req, user.id, user.email)
+    sendJson(res, 201, { user, organization }, { 'set-cookie': cookies })
   })
 
   on('POST', '/login', async (req, res) => {
     const input = await bodyOf(req, body.login, 'login')
-    const user = await logIn(db, input.email, input.password)
-    const session = await createSession(db, user.id, config.sessionTtlDays)
+    const account = normaliseEmail(input.email)
+    const knownDevice = deviceKnown(await deviceKey(), deviceCookieOf(req), account, clock.now())
+    const user = await throttle.attempt(
+      { account, address: clientAddress(req, config.trustProxy), knownDevice },
+      () => logIn(db, input.email, input.password),
+    )
+    const cookies = await signedIn(req, user.id, user.email)
     sendJson(
       res,
       200,
       { user, organizations: await organizationsOf(db, user.id) },
-      { 'set-cookie': sessionCookie(session.token, session.expiresAt, isSecure(req)) },
+      { 'set-cookie': cookies },
     )
   })
 
   on('POST', '/logout', async (req, res) => {
     const token = readCookie(req, SESSION_COOKIE)
     if (token) await endSession(db, token)
-    sendEmpty(res, 204, { 'set-cookie': clearedSessionCookie() })
+    // Cleared with the attributes it was set with, Secure included.
+    const secure = isSecure(req, config.publicUrl)
+    sendEmpty(res, 204, { 'set-cookie': `${clearedSessionCookie()}${secure ? '; Secure' : ''}` })
   })
 
   on('GET', '/me', async (req, res) => {

@@ -1,6 +1,5 @@
 import type { Queryable } from '../../persistence/db.ts'
-import type { StoredClaim } from '../../shared/claims.ts'
-import { presentClaim } from '../../shared/claims.ts'
+import { presentClaim, type StoredClaim } from '../../shared/claims.ts'
 import type { AgentIdentity } from '../../shared/labels.ts'
 import type { ClaimRecord } from '../../shared/records.ts'
 import type { Clock } from '../agent/context.ts'
@@ -34,27 +33,29 @@ export function isLiveRow(row: ClaimRow, now: number): boolean {
 
 /** The record as stored in the board document, with status and isLive as of `now`. */
 export function storedClaimFromRow(r: ClaimRow, now = Date.now()): StoredClaim {
-  const base = {
-    taskId: r.task_id,
-    keyId: r.key_id,
-    agentName: r.agent_name,
-    house: r.house,
-    generation: r.generation,
-    isSubChild: r.is_sub_child,
-    note: r.note,
-    startedAt: r.started_at.toISOString(),
-    updatedAt: r.updated_at.toISOString(),
-    expiresAt: r.expires_at.toISOString(),
-    releasedAt: r.released_at ? r.released_at.toISOString() : null,
-  }
-  const shown = presentClaim({ ...base, status: 'working', isLive: true, holder: '' }, now)
-  return { ...shown, keyId: base.keyId, releasedAt: base.releasedAt }
+  return { ...claimRecordFromRow(r, now), keyId: r.key_id }
 }
 
-/** The claim record as agents see it: the stored record without who holds the key. */
+/**
+ * The claim record as agents see it (without who holds the key): working, lapsed once its
+ * lease passed, or released with `releasedAt` once its holder handed it back.
+ */
 export function claimRecordFromRow(r: ClaimRow, now = Date.now()): ClaimRecord {
-  const { keyId: _k, releasedAt: _r, ...record } = storedClaimFromRow(r, now)
-  return record
+  return presentClaim(
+    {
+      taskId: r.task_id,
+      agentName: r.agent_name,
+      house: r.house,
+      generation: r.generation,
+      isSubChild: r.is_sub_child,
+      note: r.note,
+      startedAt: r.started_at.toISOString(),
+      updatedAt: r.updated_at.toISOString(),
+      expiresAt: r.expires_at.toISOString(),
+      releasedAt: r.released_at ? r.released_at.toISOString() : null,
+    },
+    now,
+  )
 }
 
 export interface Actor {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import type { Db, Queryable } from '../../persistence/db.ts'
-import type { StoredAttachment } from '../../shared/board-doc.ts'
+import type { StoredAttachment } from '../../shared/card-doc.ts'
 import type { Attachment } from '../../shared/records.ts'
 import type { Config } from '../config.ts'
 import type { ImageInfo } from '../images/validate.ts'
@@ -8,7 +8,7 @@ import { fileLinkSecret, signFileLink } from './links.ts'
 import { type FileVisibility, fileStore } from './store.ts'
 
 /**
- * Card screenshots: private files, listed in the board document's `attachments` map and
+ * Card screenshots: private files, listed in each card's document (`attachments`) and
  * handed out only through short-lived signed links (and as bytes in get_task).
  */
 

@@ -1,8 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Db } from '../../persistence/db.ts'
-import { boardDocName, boardMaps, readAttachment } from '../../shared/board-doc.ts'
+import { cardMaps } from '../../shared/card-doc.ts'
+import { isUuid } from '../../shared/ids.ts'
+import { cardDoc, followStats, openCard } from '../actions/cards.ts'
 import { ApiError } from '../api-error.ts'
+import { personContext } from '../app-api/person-context.ts'
 import { requireMember, requireUser } from '../app-api/session.ts'
+import { attachmentsByIds } from '../board/history.ts'
 import type { Config } from '../config.ts'
 import { sendEmpty, sendJson } from '../http/json.ts'
 import type { Params, Router } from '../http/router.ts'
@@ -16,14 +20,13 @@ export interface FileRouteDeps {
   config: Config
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 const ONE_YEAR = 31_536_000
 
 const notFound = () => new ApiError(404, 'No such file')
 
 function uuidOf(value: string | undefined): string {
   const v = (value ?? '').toLowerCase()
-  if (!UUID.test(v)) throw notFound()
+  if (!isUuid(v)) throw notFound()
   return v
 }
 
@@ -68,7 +71,7 @@ function dispositionName(label: string | undefined, file: StoredFile): string {
  * links that expire, and the app routes with which a teammate opens or deletes a screenshot.
  */
 export function fileRoutes(router: Router, deps: FileRouteDeps): void {
-  const { db, live, config } = deps
+  const { db, config } = deps
   const store = fileStore(db)
 
   const publicFile = async (req: IncomingMessage, res: ServerResponse, p: Params) => {
@@ -122,10 +125,9 @@ export function fileRoutes(router: Router, deps: FileRouteDeps): void {
     const user = await requireUser(db, req)
     const org = await requireMember(db, p.orgId as string, user)
     const attachmentId = (p.attachmentId ?? '').toLowerCase()
-    const attachment = await live.read(boardDocName(org.id), (doc) => {
-      const m = UUID.test(attachmentId) ? boardMaps(doc).attachments.get(attachmentId) : undefined
-      return m ? readAttachment(attachmentId, m) : undefined
-    })
+    const attachment = isUuid(attachmentId)
+      ? (await attachmentsByIds(db, org.id, [attachmentId])).get(attachmentId)
+      : undefined
     if (!attachment) throw new ApiError(404, 'No such attachment')
     const link = signFileLink(await fileLinkSecret(db), config, {
       orgId: org.id,
@@ -135,22 +137,30 @@ export function fileRoutes(router: Router, deps: FileRouteDeps): void {
     sendJson(res, 200, link)
   })
 
-  /** A teammate deletes a screenshot: its entry and its bytes go in one transaction. */
+  /**
+   * A teammate deletes a screenshot: its entry in the card's document, its index row, its
+   * bytes and the card's stats go in one transaction.
+   */
   router.on('DELETE', '/api/app/orgs/:orgId/attachments/:attachmentId', async (req, res, p) => {
     const user = await requireUser(db, req)
     const org = await requireMember(db, p.orgId as string, user)
     const attachmentId = (p.attachmentId ?? '').toLowerCase()
-    if (!UUID.test(attachmentId)) throw new ApiError(404, 'No such attachment')
-    await live.write(
-      boardDocName(org.id),
-      { type: 'person', orgId: org.id, userId: user.id, email: user.email },
+    const found = isUuid(attachmentId)
+      ? (await attachmentsByIds(db, org.id, [attachmentId])).get(attachmentId)
+      : undefined
+    if (!found) throw new ApiError(404, 'No such attachment')
+    await personContext(deps, user, org).writeBoard(
       async (w) => {
-        if (!boardMaps(w.doc).attachments.has(attachmentId)) {
+        const card = await openCard(w, org.id, found.taskId)
+        if (!cardMaps(card.doc).attachments.has(attachmentId)) {
           throw new ApiError(404, 'No such attachment')
         }
         await store.delete(org.id, attachmentId, w.tx)
-        w.mutate((doc) => boardMaps(doc).attachments.delete(attachmentId))
+        w.mutateDoc(card.doc, (doc) => cardMaps(doc).attachments.delete(attachmentId))
+        followStats(w, found.taskId, card)
+        w.row({ t: 'attachment', id: attachmentId, rec: null })
       },
+      cardDoc(org.id, found.taskId),
     )
     sendEmpty(res, 204)
   })

@@ -1,6 +1,6 @@
 import { setPriority } from 'node:os'
 import { parentPort } from 'node:worker_threads'
-import { snapshotOf } from './doc-store.ts'
+import { mergedOf, snapshotOf } from './doc-store.ts'
 
 // The lowest priority, for this thread only (Linux applies it per thread): on a busy
 // machine a compaction waits rather than slowing requests. Nothing to do where refused.
@@ -8,12 +8,15 @@ try {
   setPriority(19)
 } catch {}
 
-/** The compactor's thread: replays a document's stored updates into one snapshot. */
-parentPort?.on('message', (job: { id: number; updates: Uint8Array[] }) => {
-  try {
-    const snapshot = snapshotOf(job.updates)
-    parentPort?.postMessage({ id: job.id, snapshot }, [snapshot.buffer as ArrayBuffer])
-  } catch (error) {
-    parentPort?.postMessage({ id: job.id, error: String(error) })
-  }
-})
+/** The compactor's thread: merges a document's stored updates, or replays them into a snapshot. */
+parentPort?.on(
+  'message',
+  (job: { id: number; op: 'snapshot' | 'merge'; updates: Uint8Array[] }) => {
+    try {
+      const snapshot = job.op === 'merge' ? mergedOf(job.updates) : snapshotOf(job.updates)
+      parentPort?.postMessage({ id: job.id, snapshot }, [snapshot.buffer as ArrayBuffer])
+    } catch (error) {
+      parentPort?.postMessage({ id: job.id, error: String(error) })
+    }
+  },
+)

@@ -72,6 +72,25 @@ export class ConnectionControl {
       .catch((error: unknown) => this.log.error('connection control: cannot publish', error))
   }
 
+  /** Whether Redis answers a PING within `timeoutMs`; undefined without Redis. */
+  async ping(timeoutMs = 1_000): Promise<boolean | undefined> {
+    const client = this.publisher
+    if (!client) return undefined
+    let timer: NodeJS.Timeout | undefined
+    try {
+      return await Promise.race([
+        client.ping().then((r) => r === 'PONG'),
+        new Promise<boolean>((resolve) => {
+          timer = setTimeout(() => resolve(false), timeoutMs)
+        }),
+      ])
+    } catch {
+      return false
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+
   async stop(): Promise<void> {
     await Promise.all(
       [this.publisher, this.subscriber].map((client) => client?.quit().catch(() => {})),

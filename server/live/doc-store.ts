@@ -2,28 +2,39 @@ import * as Y from 'yjs'
 import type { Db, Queryable } from '../../persistence/db.ts'
 
 /**
- * Yjs documents in Postgres: every change is appended as one row of update bytes; a
- * background compaction replaces the rows a loaded document already covers with one
- * snapshot. Updates commute, so the snapshot's position in id order does not matter.
+ * Yjs documents in Postgres: every write appends one row of update bytes (level 0).
+ * Compaction keeps a cold load to a bounded number of rows, in two steps (compaction.ts):
+ * runs of level-0 rows are merged into one level-1 row (cheap: Y.mergeUpdates, no replay),
+ * and now and then every row is replayed into one level-2 snapshot (which also drops what
+ * deleted content left behind). Updates commute, so rows may be merged in any grouping.
  */
 
 /** Merging thousands of updates in one call is quadratic-ish (DESIGN.md); chunk it. */
 const MERGE_CHUNK = 256
 
-export interface LoadedDoc {
-  /** Highest row id applied: compaction may delete up to here. */
-  maxId: number
-  rows: number
-  /** Their total size. */
-  bytes: number
+export const LEVEL = { update: 0, merged: 1, snapshot: 2 } as const
+
+export interface StoredRow {
+  id: number
+  level: number
+  data: Uint8Array
 }
 
-/** Applies stored updates, in order, to a document. */
-export function replay(doc: Y.Doc, updates: readonly Uint8Array[]): void {
-  for (let i = 0; i < updates.length; i += MERGE_CHUNK) {
-    const chunk = updates.slice(i, i + MERGE_CHUNK)
-    Y.applyUpdate(doc, chunk.length === 1 ? (chunk[0] as Uint8Array) : Y.mergeUpdates(chunk))
-  }
+export interface LoadedDoc {
+  /** Rows read, per level. */
+  rows: { level: number; bytes: number }[]
+}
+
+/**
+ * Applies stored updates, in order, to a document, in one transaction. Each is applied as
+ * it is: merging them first would decode and encode the snapshot row once more (a cold
+ * load of a 10,000-card board: 1.2 s merged, 0.4 s applied one by one).
+ */
+export function replay(doc: Y.Doc, updates: readonly Uint8Array[], origin?: unknown): void {
+  if (updates.length === 0) return
+  doc.transact(() => {
+    for (const update of updates) Y.applyUpdate(doc, update, origin)
+  }, origin)
 }
 
 /** One snapshot holding exactly what the updates hold (replayed, so deleted content is gone). */
@@ -35,57 +46,90 @@ export function snapshotOf(updates: readonly Uint8Array[]): Uint8Array {
   return snapshot
 }
 
-async function storedRows(db: Queryable, docName: string) {
-  return db.query<{ id: number; data: Uint8Array }>(
-    'select id, data from doc_updates where doc_name = $1 order by id',
-    [docName],
+/** One update holding what the updates hold, merged without a replay. */
+export function mergedOf(updates: readonly Uint8Array[]): Uint8Array {
+  let merged: Uint8Array[] = [...updates]
+  while (merged.length > 1) {
+    const next: Uint8Array[] = []
+    for (let i = 0; i < merged.length; i += MERGE_CHUNK) {
+      const chunk = merged.slice(i, i + MERGE_CHUNK)
+      next.push(chunk.length === 1 ? (chunk[0] as Uint8Array) : Y.mergeUpdates(chunk))
+    }
+    merged = next
+  }
+  return merged[0] ?? Y.encodeStateAsUpdate(new Y.Doc())
+}
+
+async function storedRows(db: Queryable, docName: string, maxLevel = 2): Promise<StoredRow[]> {
+  return db.query<StoredRow & Record<string, unknown>>(
+    'select id, level, data from doc_updates where doc_name = $1 and level <= $2 order by id',
+    [docName, maxLevel],
   )
 }
 
-export async function loadInto(db: Queryable, docName: string, doc: Y.Doc): Promise<LoadedDoc> {
+export async function loadInto(
+  db: Queryable,
+  docName: string,
+  doc: Y.Doc,
+  origin?: unknown,
+): Promise<LoadedDoc> {
   const rows = await storedRows(db, docName)
   replay(
     doc,
     rows.map((r) => r.data),
+    origin,
   )
-  const bytes = rows.reduce((sum, r) => sum + r.data.length, 0)
-  return { maxId: rows.at(-1)?.id ?? 0, rows: rows.length, bytes }
+  return { rows: rows.map((r) => ({ level: r.level, bytes: r.data.length })) }
 }
 
 export async function appendUpdate(
   db: Queryable,
   docName: string,
   update: Uint8Array,
+  level: number = LEVEL.update,
 ): Promise<void> {
-  await db.query('insert into doc_updates (doc_name, data) values ($1, $2)', [
+  await db.query('insert into doc_updates (doc_name, data, level) values ($1, $2, $3)', [
     docName,
     Buffer.from(update),
+    level,
   ])
 }
 
+export interface Compacted {
+  /** Rows replaced. */
+  replaced: number
+  /** The new row's size. */
+  bytes: number
+}
+
 /**
- * Replaces a document's rows by one snapshot replayed from exactly those rows, in one
- * transaction: a reader sees the rows or the snapshot, never neither. Working from the
- * stored rows (not a live copy) keeps it safe when other processes append concurrently:
- * rows committed after the read are untouched. An advisory lock keeps two compactions of
- * one document from doing the work twice. `snapshot` does the replaying: the server hands
- * it to a worker thread (compactor.ts), so a big document never stalls the event loop.
- * Resolves with the snapshot's size (undefined when there was nothing to compact).
+ * Replaces rows of a document by one row made from exactly those rows, in one
+ * transaction: a reader sees the rows or their replacement, never neither. Working from
+ * the stored rows (not a live copy) keeps it safe when other processes append
+ * concurrently: rows committed after the read are untouched. An advisory lock keeps two
+ * compactions of one document from doing the work twice. `make` does the merging or
+ * replaying: the server hands it to a worker thread (compactor.ts), so a big document
+ * never stalls the event loop.
+ *
+ * `level` 1 merges the level-0 rows; level 2 replays every row into a snapshot.
  */
 export async function compact(
   db: Db,
   docName: string,
-  snapshot: (updates: Uint8Array[]) => Promise<Uint8Array> = async (u) => snapshotOf(u),
-): Promise<number | undefined> {
+  level: 1 | 2,
+  make: (updates: Uint8Array[]) => Promise<Uint8Array>,
+): Promise<Compacted | undefined> {
   return db.transaction(async (tx) => {
     await tx.query('select pg_advisory_xact_lock(hashtext($1))', [docName])
-    const rows = await storedRows(tx, docName)
+    const rows = await storedRows(tx, docName, level === 1 ? LEVEL.update : LEVEL.snapshot)
     if (rows.length < 2) return undefined
-    const maxId = rows.at(-1)?.id ?? 0
-    const replayed = await snapshot(rows.map((r) => r.data))
-    await tx.query('delete from doc_updates where doc_name = $1 and id <= $2', [docName, maxId])
-    await appendUpdate(tx, docName, replayed)
-    return replayed.length
+    const made = await make(rows.map((r) => r.data))
+    await tx.query('delete from doc_updates where doc_name = $1 and id = any($2::bigint[])', [
+      docName,
+      rows.map((r) => r.id),
+    ])
+    await appendUpdate(tx, docName, made, level)
+    return { replaced: rows.length, bytes: made.length }
   })
 }
 

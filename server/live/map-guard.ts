@@ -1,7 +1,8 @@
 import type * as Y from 'yjs'
 import { LIMITS } from '../../shared/constants.ts'
+import { isUuid } from '../../shared/ids.ts'
 import { HEX_COLOR, mapDocMaps } from '../../shared/map-doc.ts'
-import { GUARD_ORIGIN, type Json, rebuild, snapshot, touchedEntities } from './board-guard.ts'
+import { GUARD_ORIGIN, type Json, rebuild, snapshot, touchedEntities } from './guard-kit.ts'
 
 /**
  * The map document's counterpart of BoardGuard: people draw on the canvas freely (nodes
@@ -18,7 +19,6 @@ export interface MapReport {
   reverts: { reason: string }[]
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const finite = (v: unknown) => typeof v === 'number' && Number.isFinite(v)
 
 function nodeFieldError(key: string, v: unknown): string | undefined {
@@ -138,7 +138,7 @@ export class MapGuard {
     }
     const current = snapshot(m)
     let problem: string | undefined
-    if (!saved && !UUID.test(id)) problem = 'node ids must be UUIDs'
+    if (!saved && !isUuid(id)) problem = 'node ids must be UUIDs'
     for (const [k, v] of Object.entries(current)) {
       if (problem) break
       if (saved && JSON.stringify(saved[k]) === JSON.stringify(v)) continue
@@ -186,7 +186,7 @@ export class MapGuard {
     }
     const { sourceId, targetId } = snapshot(m)
     const extra = [...m.keys()].some((k) => k !== 'sourceId' && k !== 'targetId')
-    const problem = !UUID.test(id)
+    const problem = !isUuid(id)
       ? 'edge ids must be UUIDs'
       : extra
         ? 'edges have only sourceId and targetId'

@@ -31,6 +31,7 @@ export class Webhooks {
       timing: {
         pollMs: deps.config.webhookPollMs,
         concurrency: deps.config.webhookConcurrency,
+        leaseMs: deps.config.webhookLeaseMs,
         ...options.timing,
       },
       ...(options.hooks ? { hooks: options.hooks } : {}),

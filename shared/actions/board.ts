@@ -135,12 +135,11 @@ export interface BoardResults {
     organization: { id: string; name: string }
     key: { id: string; name: string; prefix: string; createdAt: string }
     agent: { email: string; label: string }
+    /** What is on the board now (history is not counted: it would cost a scan of it). */
     board: {
       columns: number
       tasks: number
-      archivedTasks: number
       projects: number
-      comments: number
     }
   }
   get_board: {

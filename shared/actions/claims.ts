@@ -23,7 +23,7 @@ export const claimActions = {
     write: true,
     claimLocked: true,
     description:
-      'Release your claim when done, also when failing. released:false (not an error) when there was nothing of yours to release. A 409 means another agent has since claimed the card: do not retry.',
+      'Release your claim when done, also when failing: the card is free and its record in get_board activity reads status released. released:false (not an error) when there was nothing of yours to release. A 409 means another agent has since claimed the card: do not retry.',
   }),
   get_changes: spec({
     input: claims.get_changes,

@@ -20,8 +20,8 @@ export const claim_task = writeParams({ taskId: id('taskId'), note: note.optiona
 export const heartbeat_task = writeParams({ taskId: id('taskId'), note: note.optional() })
 
 /**
- * release_task: the holder frees the card (the record stays in `activity` with isLive
- * false). `released: false`, not an error, when the caller had nothing live to release;
+ * release_task: the holder frees the card (the card's claim reads null; the record stays
+ * in `activity` and the change feed with status released, releasedAt and isLive false). `released: false`, not an error, when the caller had nothing live to release;
  * 409 + holder when another actor holds the card (for instance after the caller's claim
  * lapsed and someone else claimed it).
  */

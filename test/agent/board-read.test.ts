@@ -1,10 +1,14 @@
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import * as Y from 'yjs'
+import type * as Y from 'yjs'
 import { boardDocName, boardMaps } from '../../shared/board-doc.ts'
 import type { StoredClaim } from '../../shared/claims.ts'
 import { Agent, Person } from '../support/client.ts'
 import { ISO, ids, seededOrg } from '../support/fixtures.ts'
+import {
+  seedAttachments as seedAttachmentsAt,
+  seedComments as seedCommentsAt,
+} from '../support/seed.ts'
 import { startServer, type TestServer } from '../support/server.ts'
 import { STORAGES } from '../support/storage.ts'
 
@@ -59,6 +63,7 @@ const CLAIM_FIELDS = [
   'isLive',
   'isSubChild',
   'note',
+  'releasedAt',
   'startedAt',
   'status',
   'taskId',
@@ -94,31 +99,10 @@ describe.each(STORAGES)('board reading (%s)', (kind) => {
 
   /** n comments by a person on one card, one second apart from `from`. */
   const seedComments = (orgId: string, taskId: string, n: number, from: string, tag: string) =>
-    writeDoc(orgId, (doc) => {
-      for (let i = 0; i < n; i++) {
-        const m = new Y.Map<unknown>()
-        m.set('taskId', taskId)
-        m.set('body', `${tag} ${i}`)
-        m.set('authorEmail', 'person@example.test')
-        m.set('agentName', null)
-        m.set('createdAt', new Date(Date.parse(from) + i * 1000).toISOString())
-        m.set('editedAt', null)
-        boardMaps(doc).comments.set(randomUUID(), m)
-      }
-    })
+    seedCommentsAt(server.app.live, orgId, taskId, n, from, tag)
 
   const seedAttachments = (orgId: string, taskId: string, n: number, from: string) =>
-    writeDoc(orgId, (doc) => {
-      for (let i = 0; i < n; i++) {
-        const m = new Y.Map<unknown>()
-        m.set('taskId', taskId)
-        m.set('filename', `shot-${i}.png`)
-        m.set('mimeType', 'image/png')
-        m.set('size', 100)
-        m.set('createdAt', new Date(Date.parse(from) + i * 1000).toISOString())
-        boardMaps(doc).attachments.set(randomUUID(), m)
-      }
-    })
+    seedAttachmentsAt(server.app.live, orgId, taskId, n, from)
 
   describe('whoami', () => {
     test('whoami returns the organisation by id and name, the key in use and how much is on the board', async () => {
@@ -290,7 +274,27 @@ describe.each(STORAGES)('board reading (%s)', (kind) => {
         holder: 'Ada, 2nd of House Lovelace',
         releasedAt: null,
       })
-      // The claims map is written by the server only; claim_task is built elsewhere.
+      // Claims are written by the server only (claim_task is tested elsewhere): the lock rows
+      // in Postgres (activity reads them) and their projection on the board.
+      for (const c of [claim(pCard.id, now - 1000), claim(qCard.id, now + 600_000)]) {
+        await server.storage.db.query(
+          `insert into claims (task_id, org_id, key_id, agent_name, house, generation, note,
+                               started_at, updated_at, expires_at)
+           values ($1, $2, $3, $4, $5, $6, $7, $8::text::timestamptz, $8::text::timestamptz,
+                   $9::text::timestamptz)`,
+          [
+            c.taskId,
+            orgId,
+            c.keyId,
+            c.agentName,
+            c.house,
+            c.generation,
+            c.note,
+            c.startedAt,
+            c.expiresAt,
+          ],
+        )
+      }
       await writeDoc(orgId, (doc) => {
         boardMaps(doc).claims.set(pCard.id, claim(pCard.id, now - 1000))
         boardMaps(doc).claims.set(qCard.id, claim(qCard.id, now + 600_000))
@@ -302,7 +306,11 @@ describe.each(STORAGES)('board reading (%s)', (kind) => {
         [pCard.id, qCard.id].sort(),
       )
       for (const c of board.activity) expect(keys(c)).toEqual(CLAIM_FIELDS)
-      expect(board.tasks[0].claim).toMatchObject({ status: 'lapsed', isLive: false })
+      expect(board.tasks[0].claim).toMatchObject({
+        status: 'lapsed',
+        isLive: false,
+        releasedAt: null,
+      })
 
       const summary = await agent.ok('get_board', { summary: true })
       const byId = new Map(summary.tasks.map((t: { id: string }) => [t.id, t]))

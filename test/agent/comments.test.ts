@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import * as Y from 'yjs'
-import { boardDocName, boardMaps } from '../../shared/board-doc.ts'
+import { cardMaps } from '../../shared/card-doc.ts'
+import { cardDocName } from '../../shared/doc-names.ts'
 import {
   Agent,
   connectProvider,
@@ -28,11 +29,11 @@ describe.each(STORAGES)('comments (%s)', (kind) => {
     return { owner, agent, orgId, taskId: task.id as string }
   }
 
-  /** A person comments in the app: a new comment in the board document, over a real provider. */
+  /** A person comments in the app: a new comment in the card's document, over a real provider. */
   async function personComments(owner: Person, agent: Agent, taskId: string, body: string) {
     const live = await connectProvider(
       server.url,
-      boardDocName(owner.orgId),
+      cardDocName(owner.orgId, taskId),
       await owner.syncToken(),
     )
     const id = randomUUID()
@@ -45,7 +46,7 @@ describe.each(STORAGES)('comments (%s)', (kind) => {
         m.set('agentName', null)
         m.set('createdAt', new Date().toISOString())
         m.set('editedAt', null)
-        boardMaps(live.doc).comments.set(id, m)
+        cardMaps(live.doc).comments.set(id, m)
       })
       await eventuallyAsync(async () => {
         const { comments } = await agent.ok('get_task', { taskId })
@@ -145,11 +146,11 @@ describe.each(STORAGES)('comments (%s)', (kind) => {
     const other = new Agent(server.url, await owner.createKey('racing key'))
     const live = await connectProvider(
       server.url,
-      boardDocName(owner.orgId),
+      cardDocName(owner.orgId, taskId),
       await owner.syncToken(),
     )
     const committed: string[] = []
-    boardMaps(live.doc).comments.observe((event) => {
+    cardMaps(live.doc).comments.observe((event) => {
       for (const [key, change] of event.changes.keys)
         if (change.action === 'add') committed.push(key)
     })

@@ -172,7 +172,43 @@ describe.each(STORAGES)('get_changes (%s)', (kind) => {
         s[4]?.get(task.id)?.isLive === false,
     )
     expect(seen[2]?.get(comment.id)).toMatchObject({ body: 'v2' })
-    expect(seen[4]?.get(task.id)).toMatchObject({ isLive: false })
+    expect(seen[4]?.get(task.id)).toMatchObject({
+      isLive: false,
+      status: 'released',
+      releasedAt: expect.any(String),
+    })
+    expect(seen[0]?.get(task.id)).toMatchObject({ claim: null })
+  })
+
+  test('a claim its holder released reads status released with releasedAt in get_changes; its card there is free', async () => {
+    const { task } = await agent.ok('create_task', { columnId, title: 'handed back' })
+    const since = await start()
+    const { claim } = await agent.ok('claim_task', { taskId: task.id, agentName: 'Ada' })
+    const working = await follow(agent, since, (s) => s[4]?.get(task.id)?.isLive === true)
+    expect(working.seen[4]?.get(task.id)).toEqual(claim)
+    expect(claim).toMatchObject({ status: 'working', releasedAt: null })
+    server.clock.advance(1_000)
+    const releasedAt = new Date(server.clock.now()).toISOString()
+    await agent.ok('release_task', { taskId: task.id, agentName: 'Ada' })
+    await agent.ok('update_task', { taskId: task.id, title: 'handed back, then edited' })
+    const { seen } = await follow(
+      agent,
+      working.cursor,
+      (s) =>
+        s[4]?.get(task.id)?.status === 'released' &&
+        s[0]?.get(task.id)?.title === 'handed back, then edited',
+    )
+    const released = {
+      ...claim,
+      status: 'released',
+      isLive: false,
+      releasedAt,
+      updatedAt: releasedAt,
+    }
+    expect(seen[4]?.get(task.id)).toEqual(released)
+    expect(seen[0]?.get(task.id)).toMatchObject({ id: task.id, claim: null })
+    const board = await agent.ok('get_board')
+    expect(board.activity.find((c: { taskId: string }) => c.taskId === task.id)).toEqual(released)
   })
 
   test('since is inclusive: a change stamped exactly at since is returned', async () => {

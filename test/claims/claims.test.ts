@@ -42,6 +42,7 @@ describe.each(STORAGES)('claims (%s)', (kind) => {
       isSubChild: false,
       status: 'working',
       isLive: true,
+      releasedAt: null,
       note: 'on it',
       holder: 'Ada',
     })
@@ -59,6 +60,7 @@ describe.each(STORAGES)('claims (%s)', (kind) => {
         'startedAt',
         'updatedAt',
         'expiresAt',
+        'releasedAt',
         'isLive',
         'holder',
       ].sort(),
@@ -194,7 +196,7 @@ describe.each(STORAGES)('claims (%s)', (kind) => {
     expect(await two.ok('release_task', { taskId })).toEqual({ taskId, released: false })
     const board = await two.ok('get_board')
     const entry = board.activity.find((c: { taskId: string }) => c.taskId === taskId)
-    expect(entry).toMatchObject({ isLive: false, status: 'lapsed', agentName: 'Ada' })
+    expect(entry).toMatchObject({ isLive: false, status: 'released', agentName: 'Ada' })
     expect(board.tasks.find((t: { id: string }) => t.id === taskId).claim).toBeNull()
     expect((await two.call('update_task', { taskId, title: 'free now' })).status).toBe(200)
   })
@@ -205,7 +207,11 @@ describe.each(STORAGES)('claims (%s)', (kind) => {
     server.clock.advance(LEASE_SECONDS * 1000 + 1)
     const board = await two.ok('get_board')
     const shown = board.tasks.find((t: { id: string }) => t.id === taskId)
-    expect(shown.claim).toMatchObject({ status: 'lapsed', isLive: false, agentName: 'Ada' })
+    const lapsed = { status: 'lapsed', isLive: false, releasedAt: null, agentName: 'Ada' }
+    expect(shown.claim).toMatchObject(lapsed)
+    const entry = board.activity.find((c: { taskId: string }) => c.taskId === taskId)
+    expect(entry).toEqual(shown.claim)
+    expect((await two.ok('get_task', { taskId })).claim).toMatchObject(lapsed)
     const summary = await two.ok('get_board', { summary: true })
     expect(summary.tasks.find((t: { id: string }) => t.id === taskId).claimedBy).toBeNull()
     expect((await two.call('move_task', { taskId, columnId: otherColumnId })).status).toBe(200)
@@ -221,6 +227,109 @@ describe.each(STORAGES)('claims (%s)', (kind) => {
       const res = await one.call(action, { taskId, agentName: 'Ada' })
       expect(res.status, action).toBe(409)
       expect(res.body.holder, action).toEqual(claim)
+    }
+  })
+
+  test('a claim its holder released reads status released with releasedAt in get_board activity; its card is free', async () => {
+    const taskId = await card()
+    const { claim } = await one.ok('claim_task', { taskId, agentName: 'Ada', note: 'done soon' })
+    server.clock.advance(30_000)
+    const releasedAt = new Date(server.clock.now()).toISOString()
+    await one.ok('release_task', { taskId, agentName: 'Ada' })
+    const released = {
+      ...claim,
+      status: 'released',
+      isLive: false,
+      releasedAt,
+      updatedAt: releasedAt,
+    }
+    const board = await two.ok('get_board')
+    const entry = board.activity.find((c: { taskId: string }) => c.taskId === taskId)
+    expect(entry).toEqual(released)
+    // The card itself is free: its claim is null, and nobody is shown working on it.
+    expect(board.tasks.find((t: { id: string }) => t.id === taskId).claim).toBeNull()
+    const summary = await two.ok('get_board', { summary: true })
+    expect(summary.tasks.find((t: { id: string }) => t.id === taskId).claimedBy).toBeNull()
+    // Still released, not lapsed, once the lease it had would have passed.
+    server.clock.advance(LEASE_SECONDS * 1000 + 1)
+    const later = await two.ok('get_board')
+    expect(later.activity.find((c: { taskId: string }) => c.taskId === taskId)).toEqual(released)
+  })
+
+  test('a claim its holder released reads status released with releasedAt: get_task shows the card free, on the board and archived', async () => {
+    const onBoard = await card('released on the board')
+    const archived = await card('released then archived')
+    for (const taskId of [onBoard, archived]) {
+      await one.ok('claim_task', { taskId, agentName: 'Ada' })
+      await one.ok('release_task', { taskId, agentName: 'Ada' })
+    }
+    await one.ok('archive_task', { taskId: archived })
+    const board = await two.ok('get_board')
+    for (const taskId of [onBoard, archived]) {
+      const read = await two.ok('get_task', { taskId })
+      expect(read.claim, taskId).toBeNull()
+      expect(read.task.claim, taskId).toBeNull()
+      const entry = board.activity.find((c: { taskId: string }) => c.taskId === taskId)
+      expect(entry, taskId).toMatchObject({
+        status: 'released',
+        isLive: false,
+        releasedAt: expect.any(String),
+      })
+    }
+    // Claimed again, the card's claim is working and no longer carries releasedAt.
+    await two.ok('claim_task', { taskId: onBoard, agentName: 'Cy' })
+    expect((await one.ok('get_task', { taskId: onBoard })).claim).toMatchObject({
+      status: 'working',
+      isLive: true,
+      releasedAt: null,
+      holder: 'Cy',
+    })
+  })
+
+  test('a live or lapsed claim reads releasedAt null; an archived card keeps its live claim', async () => {
+    const taskId = await card('archived while held')
+    const { claim } = await one.ok('claim_task', { taskId, agentName: 'Ada' })
+    await one.ok('archive_task', { taskId, agentName: 'Ada' })
+    const held = await two.ok('get_task', { taskId })
+    expect(held.claim).toEqual(claim)
+    expect(held.claim).toMatchObject({ status: 'working', releasedAt: null })
+    server.clock.advance(LEASE_SECONDS * 1000 + 1)
+    const lapsed = await two.ok('get_task', { taskId })
+    expect(lapsed.claim).toEqual({ ...claim, status: 'lapsed', isLive: false })
+  })
+
+  test('a claim its holder released reads status released with releasedAt in the live board document', async () => {
+    const taskId = await card()
+    const live = await connectProvider(
+      server.url,
+      boardDocName(owner.orgId),
+      await owner.syncToken(),
+    )
+    const entry = () => boardMaps(live.doc).claims.get(taskId) as StoredClaim | undefined
+    try {
+      await one.ok('claim_task', { taskId, agentName: 'Ada' })
+      const working = await eventually(entry)
+      expect(working).toMatchObject({ status: 'working', isLive: true, releasedAt: null })
+      server.clock.advance(5_000)
+      const releasedAt = new Date(server.clock.now()).toISOString()
+      await one.ok('release_task', { taskId, agentName: 'Ada' })
+      const released = await eventually(() => (entry()?.releasedAt ? entry() : undefined))
+      expect(released).toEqual({
+        ...working,
+        status: 'released',
+        isLive: false,
+        releasedAt,
+        updatedAt: releasedAt,
+      })
+      // What the board shows from the document agrees with the agent endpoint.
+      const board = await two.ok('get_board')
+      const { keyId: _k, ...record } = released
+      expect(board.activity.find((c: { taskId: string }) => c.taskId === taskId)).toEqual(record)
+      await two.ok('claim_task', { taskId, agentName: 'Cy' })
+      const again = await eventually(() => (entry()?.agentName === 'Cy' ? entry() : undefined))
+      expect(again).toMatchObject({ status: 'working', isLive: true, releasedAt: null })
+    } finally {
+      live.destroy()
     }
   })
 
@@ -309,7 +418,7 @@ describe.each(STORAGES)('claims (%s)', (kind) => {
         const c = boardMaps(live.doc).claims.get(taskId) as StoredClaim | undefined
         return c?.releasedAt ? c : undefined
       })
-      expect(released.isLive).toBe(false)
+      expect(released).toMatchObject({ isLive: false, status: 'released' })
     } finally {
       live.destroy()
     }

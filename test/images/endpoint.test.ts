@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { fileLinkSecret, signFileLink } from '../../server/files/links.ts'
-import { boardDocName, boardMaps, mapDocName } from '../../shared/board-doc.ts'
+import { cardMaps } from '../../shared/card-doc.ts'
+import { cardDocName, mapDocName } from '../../shared/doc-names.ts'
 import { mapDocMaps } from '../../shared/map-doc.ts'
 import {
   Agent,
@@ -361,11 +362,11 @@ describe.each(STORAGES)('images (%s)', (kind) => {
       expect(new Uint8Array(await res.arrayBuffer())).toEqual(first)
     })
 
-    test('the card and the board document carry the attachment', async () => {
+    test('the card and its document carry the attachment', async () => {
       const task = await newTask()
       const live = await connectProvider(
         server.url,
-        boardDocName(owner.orgId),
+        cardDocName(owner.orgId, task.id),
         await owner.syncToken(),
       )
       try {
@@ -374,7 +375,7 @@ describe.each(STORAGES)('images (%s)', (kind) => {
           imageBase64: toBase64(gif()),
           filename: 'anim.gif',
         })
-        const entry = await eventually(() => boardMaps(live.doc).attachments.get(attachment.id))
+        const entry = await eventually(() => cardMaps(live.doc).attachments.get(attachment.id))
         expect(entry.toJSON()).toEqual({
           taskId: task.id,
           filename: 'anim.gif',

@@ -31,10 +31,29 @@ describe.each(STORAGES)('record_writes stores writes in order up to a revoked ke
   })
   afterAll(() => server.close())
 
-  const record = (keyId: string, entityId: string, event?: string): WriteRecord => ({
-    update: new Uint8Array([1, 2, 3]),
+  const record = (
+    keyId: string,
+    entityId: string,
+    event?: string,
+    doc = `${owner.orgId}/board-contract-${kind}`,
+  ): WriteRecord => ({
+    updates: [{ doc, update: new Uint8Array([1, 2, 3]) }],
     keyId,
     changes: [{ kind: 'task', entityId }],
+    ops: [
+      {
+        t: 'comment',
+        id: entityId,
+        rec: {
+          taskId: entityId,
+          body: 'recorded with its write',
+          authorEmail: 'key@agents.example.test',
+          agentName: null,
+          createdAt: new Date().toISOString(),
+          editedAt: null,
+        },
+      },
+    ],
     events: event
       ? {
           rows: [{ id: event, type: 'card.created', payload: JSON.stringify({ id: event }) }],
@@ -58,7 +77,7 @@ describe.each(STORAGES)('record_writes stores writes in order up to a revoked ke
     const events = ids()
     const recorded = await recordWrites(
       server.storage.db,
-      { docName, orgId: owner.orgId, allOrNothing: false },
+      { orgId: owner.orgId, allOrNothing: false },
       [
         record(good.id, tasks[0] as string, events[0]),
         record(good.id, tasks[1] as string, events[1]),
@@ -78,6 +97,11 @@ describe.each(STORAGES)('record_writes stores writes in order up to a revoked ke
       [tasks],
     )
     expect(changed.map((r) => r.entity_id)).toEqual(tasks.slice(0, 2))
+    const comments = await server.storage.db.query<{ id: string }>(
+      'select id from comments where id = any($1::uuid[])',
+      [tasks],
+    )
+    expect(comments.map((r) => r.id).sort()).toEqual(tasks.slice(0, 2).sort())
     const stored = await server.storage.db.query<{ id: string }>(
       'select id from webhook_events where id = any($1::uuid[])',
       [events],
@@ -92,9 +116,9 @@ describe.each(STORAGES)('record_writes stores writes in order up to a revoked ke
     const docName = `${owner.orgId}/board-strict-${kind}`
     const tasks = ids()
     const attempt = server.storage.db.transaction((tx) =>
-      recordWrites(tx, { docName, orgId: owner.orgId, allOrNothing: true }, [
-        record(good.id, tasks[0] as string),
-        record(bad.id, tasks[1] as string),
+      recordWrites(tx, { orgId: owner.orgId, allOrNothing: true }, [
+        record(good.id, tasks[0] as string, undefined, docName),
+        record(bad.id, tasks[1] as string, undefined, docName),
       ]),
     )
     await expect(attempt).rejects.toMatchObject({ code: 'CB401' })
@@ -139,18 +163,16 @@ describe('writes computed while an earlier one commits are stored together (post
   test('one transaction stores the batch, in the order the writes were computed, and each answered 200', async () => {
     const { agent } = await keyWithId(owner, 'writer')
     const columnId = (await agent.ok('list_columns')).columns[0].id
-    // The live document takes the batch's updates in the order they were computed: each
+    // A provider takes the batch's updates in the order they were computed: each
     // integrates at once, none is held back waiting for one it was built on.
     const live = await connectProvider(
       server.url,
       boardDocName(owner.orgId),
       await owner.syncToken(),
     )
-    const served = server.app.live.hocuspocus.documents.get(boardDocName(owner.orgId))
-    if (!served) throw new Error('the board is not loaded')
     let outOfOrder = 0
-    served.on('afterTransaction', () => {
-      if (served.store.pendingStructs !== null) outOfOrder++
+    live.doc.on('afterTransaction', () => {
+      if (live.doc.store.pendingStructs !== null) outOfOrder++
     })
     const slow = agent.call('create_task', { columnId, title: 'SLOW first' })
     await sleep(100)
@@ -183,6 +205,44 @@ describe('writes computed while an earlier one commits are stored together (post
     )
     await eventually(() => boardMaps(live.doc).tasks.size >= titles.length + 1 || undefined)
     expect(outOfOrder).toBe(0)
+    live.destroy()
+  })
+
+  test('a write reaches nobody before it commits: providers see it after, a read waits for it, a person editing meanwhile waits too', async () => {
+    const { agent } = await keyWithId(owner, 'held')
+    const columnId = (await agent.ok('list_columns')).columns[0].id
+    const { task: other } = await agent.ok('create_task', { columnId, title: 'edited meanwhile' })
+    const live = await connectProvider(
+      server.url,
+      boardDocName(owner.orgId),
+      await owner.syncToken(),
+    )
+    const seen: string[] = []
+    boardMaps(live.doc).tasks.observe((e) => {
+      for (const [key, change] of e.changes.keys) if (change.action === 'add') seen.push(key)
+    })
+    let answered = false
+    const slow = agent.call('create_task', { columnId, title: 'SLOW and held' }).then((r) => {
+      answered = true
+      return r
+    })
+    await sleep(300)
+    // The write is computed (it sits in the live document) but not committed.
+    expect(answered).toBe(false)
+    const titles = () => [...boardMaps(live.doc).tasks.values()].map((m) => String(m.get('title')))
+    expect(titles()).not.toContain('SLOW and held')
+    // A person's edit sent now waits for the commit, then applies.
+    boardMaps(live.doc).tasks.get(other.id)?.set('title', 'renamed by a person meanwhile')
+    const read = agent.ok('get_board').then((b) => {
+      expect(answered).toBe(true)
+      return b
+    })
+    const board = await read
+    expect(board.tasks.map((t: { title: string }) => t.title)).toContain('SLOW and held')
+    expect((await slow).status).toBe(200)
+    await eventually(() => (titles().includes('SLOW and held') ? true : undefined))
+    const after = await agent.ok('get_task', { taskId: other.id })
+    expect(after.task.title).toBe('renamed by a person meanwhile')
     live.destroy()
   })
 

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import * as Y from 'yjs'
 import { boardDocName, boardMaps } from '../../shared/board-doc.ts'
+import { cardMaps } from '../../shared/card-doc.ts'
+import { cardDocName } from '../../shared/doc-names.ts'
 import {
   type Agent,
   connectProvider,
@@ -92,6 +94,44 @@ describe.each(STORAGES)("people's live edits follow the agents' rules (%s)", (ki
     expect(message.reason).toMatch(/claimed by Ada/)
     expect((await agent.ok('get_task', { taskId: card.id })).task.title).toBe('claimed')
     await agent.ok('release_task', { taskId: card.id, agentName: 'Ada' })
+  })
+
+  test('a claim its holder released reads status released with releasedAt on every replica, and people may edit the card again', async () => {
+    const card = await newCard('handed back')
+    await agent.ok('claim_task', { taskId: card.id, agentName: 'Ada' })
+    const entry = (live: LiveClient) =>
+      boardMaps(live.doc).claims.get(card.id) as Record<string, unknown> | undefined
+    await eventually(() => (entry(a)?.status === 'working' ? true : undefined))
+    expect(entry(a)).toMatchObject({ isLive: true, releasedAt: null })
+    const { taskId, released } = await agent.ok('release_task', {
+      taskId: card.id,
+      agentName: 'Ada',
+    })
+    expect({ taskId, released }).toEqual({ taskId: card.id, released: true })
+    for (const live of [a, b]) {
+      const shown = await eventually(() => (entry(live)?.releasedAt ? entry(live) : undefined))
+      expect(shown).toMatchObject({
+        status: 'released',
+        isLive: false,
+        agentName: 'Ada',
+        releasedAt: expect.any(String),
+      })
+      expect(shown?.updatedAt).toBe(shown?.releasedAt)
+    }
+    const { activity } = await agent.ok('get_board')
+    expect(activity.find((c: { taskId: string }) => c.taskId === card.id)).toMatchObject({
+      status: 'released',
+      releasedAt: entry(a)?.releasedAt,
+    })
+    task(a, card.id).set('title', 'edited after the hand-back')
+    await eventuallyAsync(async () =>
+      (await agent.ok('get_task', { taskId: card.id })).task.title === 'edited after the hand-back'
+        ? true
+        : undefined,
+    )
+    await eventually(() =>
+      task(b, card.id).get('title') === 'edited after the hand-back' ? true : undefined,
+    )
   })
 
   test('an offline edit that arrives after the claim was taken leaves the claimed card unchanged and keeps the allowed edits', async () => {
@@ -218,17 +258,32 @@ describe.each(STORAGES)("people's live edits follow the agents' rules (%s)", (ki
     m.set('body', 'a person speaks')
     m.set('authorEmail', 'impostor@example.test')
     m.set('agentName', 'Fake Agent')
-    boardMaps(a.doc).comments.set(id, m)
-    const t = await eventuallyAsync(async () => {
-      const r = await agent.ok('get_task', { taskId: card.id })
-      return r.comments.length > 0 ? r : undefined
-    })
-    expect(t.comments[0]).toMatchObject({
-      body: 'a person speaks',
-      authorEmail: owner.user?.email,
-      agentName: null,
-    })
-    expect(t.task.lastCommentBy).toBe('human')
+    const thread = await connectProvider(
+      server.url,
+      cardDocName(owner.orgId, card.id),
+      await owner.syncToken(),
+    )
+    try {
+      cardMaps(thread.doc).comments.set(id, m)
+      const t = await eventuallyAsync(async () => {
+        const r = await agent.ok('get_task', { taskId: card.id })
+        return r.comments.length > 0 ? r : undefined
+      })
+      expect(t.comments[0]).toMatchObject({
+        body: 'a person speaks',
+        authorEmail: owner.user?.email,
+        agentName: null,
+      })
+      expect(t.task.lastCommentBy).toBe('human')
+      // The board card's stats moved with it, live, for everyone watching the board.
+      await eventually(() =>
+        (task(b, card.id).get('stats') as { commentCount?: number } | undefined)?.commentCount === 1
+          ? true
+          : undefined,
+      )
+    } finally {
+      thread.destroy()
+    }
   })
 
   test('two people editing one description concurrently both keep their text', async () => {

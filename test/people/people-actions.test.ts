@@ -68,6 +68,51 @@ describe.each(STORAGES)("the people's side of claims and cards (%s)", (kind) => 
     }
   })
 
+  test('a force release deletes the record of a claim its holder released too: it leaves activity and the board document', async () => {
+    const taskId = await card()
+    const live = await connectProvider(server.url, boardDocName(org), await owner.syncToken())
+    try {
+      await agent.ok('claim_task', { taskId, agentName: 'Ada' })
+      await agent.ok('release_task', { taskId, agentName: 'Ada' })
+      const entry = () => boardMaps(live.doc).claims.get(taskId) as { status?: string } | undefined
+      await eventually(() => (entry()?.status === 'released' ? true : undefined))
+      const before = await other.ok('get_board')
+      expect(before.activity.find((c: { taskId: string }) => c.taskId === taskId)).toMatchObject({
+        status: 'released',
+        releasedAt: expect.any(String),
+      })
+      const res = await forceRelease(owner, taskId)
+      expect(res.body).toEqual({ released: true })
+      await eventually(() => (entry() === undefined ? true : undefined))
+      const after = await other.ok('get_board')
+      expect(after.activity.some((c: { taskId: string }) => c.taskId === taskId)).toBe(false)
+    } finally {
+      live.destroy()
+    }
+  })
+
+  test("the Archived view shows a card whose claim its holder released as free, and a held card's claim with releasedAt null", async () => {
+    const released = await card({ title: 'archived after release' })
+    const held = await card({ title: 'archived while held' })
+    await agent.ok('claim_task', { taskId: released, agentName: 'Ada' })
+    await agent.ok('release_task', { taskId: released, agentName: 'Ada' })
+    await agent.ok('archive_task', { taskId: released })
+    const { claim } = await agent.ok('claim_task', { taskId: held, agentName: 'Ada' })
+    await agent.ok('archive_task', { taskId: held, agentName: 'Ada' })
+    expect(claim).toMatchObject({ status: 'working', releasedAt: null })
+    const list = await member.request('GET', `/api/app/orgs/${org}/archived-tasks?limit=200`)
+    expect(list.status).toBe(200)
+    const byId = new Map(list.body.tasks.map((t: { id: string }) => [t.id, t]))
+    expect(byId.get(released)).toMatchObject({ claim: null })
+    expect(byId.get(held)).toMatchObject({ claim })
+    const board = await other.ok('get_board')
+    expect(board.activity.find((c: { taskId: string }) => c.taskId === released)).toMatchObject({
+      status: 'released',
+      isLive: false,
+      releasedAt: expect.any(String),
+    })
+  })
+
   test('force release of a card with no claim record returns released false', async () => {
     const res = await forceRelease(owner, await card())
     expect(res.status).toBe(200)

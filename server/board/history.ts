@@ -1,0 +1,295 @@
+import type { Queryable } from '../../persistence/db.ts'
+import type { StoredTask } from '../../shared/board-doc.ts'
+import type { StoredAttachment, StoredComment } from '../../shared/card-doc.ts'
+import { shownOnCard } from '../../shared/claims.ts'
+import type { ClaimRecord } from '../../shared/records.ts'
+import { notFound } from '../api-error.ts'
+import { type ClaimRow, claimRecordFromRow } from '../claims/locks.ts'
+import { taskFromArchived } from './archive.ts'
+import type { BoardView } from './board-view.ts'
+
+/**
+ * What the board's history holds, read from Postgres through indexes: archived cards,
+ * comments and screenshots (each card's document holds its own; these tables index them
+ * for reads across cards), and claims. Nothing here scans an organisation's history: every
+ * query is bounded by one card, a list of ids, or a limit on an index order.
+ */
+
+interface CommentRow {
+  id: string
+  task_id: string
+  body: string
+  author_email: string
+  agent_name: string | null
+  created_at: Date
+  edited_at: Date | null
+}
+
+interface AttachmentRow {
+  id: string
+  task_id: string
+  filename: string
+  mime_type: string
+  size: number
+  created_at: Date
+}
+
+const COMMENT = 'id, task_id, body, author_email, agent_name, created_at, edited_at'
+const ATTACHMENT = 'id, task_id, filename, mime_type, size, created_at'
+
+function comment(r: CommentRow): StoredComment {
+  return {
+    id: r.id,
+    taskId: r.task_id,
+    body: r.body,
+    authorEmail: r.author_email,
+    agentName: r.agent_name,
+    createdAt: r.created_at.toISOString(),
+    editedAt: r.edited_at ? r.edited_at.toISOString() : null,
+  }
+}
+
+function attachment(r: AttachmentRow): StoredAttachment {
+  return {
+    id: r.id,
+    taskId: r.task_id,
+    filename: r.filename,
+    mimeType: r.mime_type,
+    size: r.size,
+    createdAt: r.created_at.toISOString(),
+  }
+}
+
+type Rows<T> = T & Record<string, unknown>
+
+/** One card's thread, oldest first. */
+export async function commentsOfTask(
+  q: Queryable,
+  orgId: string,
+  taskId: string,
+): Promise<StoredComment[]> {
+  const rows = await q.query<Rows<CommentRow>>(
+    `select ${COMMENT} from comments where task_id = $1 and org_id = $2 order by created_at, id`,
+    [taskId, orgId],
+  )
+  return rows.map(comment)
+}
+
+/** One card's screenshots, oldest first. */
+export async function attachmentsOfTask(
+  q: Queryable,
+  orgId: string,
+  taskId: string,
+): Promise<StoredAttachment[]> {
+  const rows = await q.query<Rows<AttachmentRow>>(
+    `select ${ATTACHMENT} from attachments where task_id = $1 and org_id = $2
+      order by created_at, id`,
+    [taskId, orgId],
+  )
+  return rows.map(attachment)
+}
+
+/** The organisation's newest comments, newest first (get_board's include cap). */
+export async function newestComments(
+  q: Queryable,
+  orgId: string,
+  limit: number,
+): Promise<StoredComment[]> {
+  const rows = await q.query<Rows<CommentRow>>(
+    `select ${COMMENT} from comments where org_id = $1
+      order by created_at desc, id desc limit $2`,
+    [orgId, limit],
+  )
+  return rows.map(comment)
+}
+
+/** The organisation's newest screenshots, newest first (get_board's include cap). */
+export async function newestAttachments(
+  q: Queryable,
+  orgId: string,
+  limit: number,
+): Promise<StoredAttachment[]> {
+  const rows = await q.query<Rows<AttachmentRow>>(
+    `select ${ATTACHMENT} from attachments where org_id = $1
+      order by created_at desc, id desc limit $2`,
+    [orgId, limit],
+  )
+  return rows.map(attachment)
+}
+
+export async function commentsByIds(
+  q: Queryable,
+  orgId: string,
+  ids: readonly string[],
+): Promise<Map<string, StoredComment>> {
+  if (ids.length === 0) return new Map()
+  const rows = await q.query<Rows<CommentRow>>(
+    `select ${COMMENT} from comments where id = any($1::uuid[]) and org_id = $2`,
+    [ids, orgId],
+  )
+  return new Map(rows.map((r) => [r.id, comment(r)]))
+}
+
+export async function attachmentsByIds(
+  q: Queryable,
+  orgId: string,
+  ids: readonly string[],
+): Promise<Map<string, StoredAttachment>> {
+  if (ids.length === 0) return new Map()
+  const rows = await q.query<Rows<AttachmentRow>>(
+    `select ${ATTACHMENT} from attachments where id = any($1::uuid[]) and org_id = $2`,
+    [ids, orgId],
+  )
+  return new Map(rows.map((r) => [r.id, attachment(r)]))
+}
+
+/** A comment by id, or 404 (missing and foreign alike). */
+export async function requireComment(
+  q: Queryable,
+  orgId: string,
+  commentId: string,
+): Promise<StoredComment> {
+  const found = (await commentsByIds(q, orgId, [commentId])).get(commentId)
+  if (!found) throw notFound(`No comment with commentId ${commentId} in this organisation`)
+  return found
+}
+
+interface ArchivedTaskRow {
+  id: string
+  record: unknown
+}
+
+/** Archived cards by id (cards that are not, or no longer, archived are left out). */
+export async function archivedByIds(
+  q: Queryable,
+  orgId: string,
+  ids: readonly string[],
+): Promise<Map<string, StoredTask>> {
+  if (ids.length === 0) return new Map()
+  const rows = await q.query<Rows<ArchivedTaskRow>>(
+    'select id, record from archived_tasks where id = any($1::uuid[]) and org_id = $2',
+    [ids, orgId],
+  )
+  return new Map(rows.map((r) => [r.id, taskFromArchived(r.id, r.record)]))
+}
+
+export async function findArchived(
+  q: Queryable,
+  orgId: string,
+  taskId: string,
+): Promise<StoredTask | undefined> {
+  return (await archivedByIds(q, orgId, [taskId])).get(taskId)
+}
+
+/** An archived card's row, locked for the rest of a write (two writes to it take turns). */
+export async function lockArchived(
+  tx: Queryable,
+  orgId: string,
+  taskId: string,
+): Promise<StoredTask | undefined> {
+  const [row] = await tx.query<Rows<ArchivedTaskRow>>(
+    'select id, record from archived_tasks where id = $1 and org_id = $2 for update',
+    [taskId, orgId],
+  )
+  return row ? taskFromArchived(row.id, row.record) : undefined
+}
+
+/**
+ * A column's archived cards (they count as holding a card for delete_column), locked for
+ * the rest of a write with `lock`.
+ */
+export async function archivedInColumn(
+  q: Queryable,
+  orgId: string,
+  columnId: string,
+  lock = false,
+): Promise<StoredTask[]> {
+  const rows = await q.query<Rows<ArchivedTaskRow>>(
+    `select id, record from archived_tasks where org_id = $1 and column_id = $2
+      order by id${lock ? ' for update' : ''}`,
+    [orgId, columnId],
+  )
+  return rows.map((r) => taskFromArchived(r.id, r.record))
+}
+
+/** A page of the Archived view: newest archive first; `before` continues after a page. */
+export async function archivedPage(
+  q: Queryable,
+  orgId: string,
+  limit: number,
+  before: { archivedAt: string; id: string } | undefined,
+): Promise<StoredTask[]> {
+  const rows = await q.query<Rows<ArchivedTaskRow>>(
+    `select id, record from archived_tasks
+      where org_id = $1
+        and ($2::text is null or (archived_at, id) < ($2::text::timestamptz, $3::uuid))
+      order by archived_at desc, id desc limit $4`,
+    [orgId, before?.archivedAt ?? null, before?.id ?? null, limit],
+  )
+  return rows.map((r) => taskFromArchived(r.id, r.record))
+}
+
+/** A card on the board or archived: what get_task, claims and comments accept. */
+export interface FoundCard {
+  task: StoredTask
+  onBoard: boolean
+}
+
+export async function findCard(
+  q: Queryable,
+  view: BoardView,
+  orgId: string,
+  taskId: string,
+): Promise<FoundCard | undefined> {
+  const onBoard = view.storedTask(taskId)
+  if (onBoard) return { task: onBoard, onBoard: true }
+  const archived = await findArchived(q, orgId, taskId)
+  return archived ? { task: archived, onBoard: false } : undefined
+}
+
+/** A card on the board or archived, or 404: missing and foreign ids look the same. */
+export async function requireCard(
+  q: Queryable,
+  view: BoardView,
+  orgId: string,
+  taskId: string,
+): Promise<FoundCard> {
+  const found = await findCard(q, view, orgId, taskId)
+  if (!found) throw notFound(`No card with taskId ${taskId} in this organisation`)
+  return found
+}
+
+/** Claims of every card ever claimed (get_board's `activity`), most recently changed first. */
+export async function activity(q: Queryable, orgId: string, now: number): Promise<ClaimRecord[]> {
+  const rows = await q.query<Rows<ClaimRow>>(
+    'select * from claims where org_id = $1 order by updated_at desc, task_id',
+    [orgId],
+  )
+  return rows.map((r) => claimRecordFromRow(r, now))
+}
+
+/** Claims of these cards, as records (released ones included: status released, isLive false). */
+export async function claimsByIds(
+  q: Queryable,
+  orgId: string,
+  taskIds: readonly string[],
+  now: number,
+): Promise<Map<string, ClaimRecord>> {
+  if (taskIds.length === 0) return new Map()
+  const rows = await q.query<Rows<ClaimRow>>(
+    'select * from claims where task_id = any($1::uuid[]) and org_id = $2',
+    [taskIds, orgId],
+  )
+  return new Map(rows.map((r) => [r.task_id, claimRecordFromRow(r, now)]))
+}
+
+/** A card's claim as a card shows it: null when released (free) or never claimed. */
+export async function cardClaim(
+  q: Queryable,
+  orgId: string,
+  taskId: string,
+  now: number,
+): Promise<ClaimRecord | null> {
+  const claim = (await claimsByIds(q, orgId, [taskId], now)).get(taskId)
+  return shownOnCard(claim)
+}
