@@ -5,6 +5,7 @@ import { matchPath, navigate, useLocation } from './router.tsx'
 import { lastOrgId, session, useSession } from './session.ts'
 import { Shell } from './shell.tsx'
 import { ConfirmHost, PromptHost } from './ui/modal.tsx'
+import { Notices } from './ui/notices.tsx'
 import { Toasts } from './ui/toast.tsx'
 
 function Routes() {
@@ -62,6 +63,7 @@ export function App() {
     <>
       <Routes />
       <Toasts />
+      <Notices />
       <ConfirmHost />
       <PromptHost />
     </>

@@ -1,5 +1,7 @@
 import { createContext, type ReactNode, useContext, useEffect, useMemo, useState } from 'react'
 import { boardDocName } from '../../shared/board-doc.ts'
+import { parseDocName } from '../../shared/doc-names.ts'
+import { closeCase } from '../../shared/live-protocol.ts'
 import {
   appApi,
   type Member,
@@ -8,9 +10,18 @@ import {
   type User,
 } from './api/app-api.ts'
 import { BoardStore } from './board/board-store.ts'
+import { type UnappliedEdits, watchUnappliedEdits } from './board/unapplied-edits.ts'
+import { offerReapply } from './card/reapply.ts'
+import {
+  cardsWithUnsentComments,
+  forgetUnsentComments,
+  trackUnsentComments,
+  unsentComments,
+} from './card/unsent-comments.ts'
 import type { LiveDoc } from './live/live-doc.ts'
 import { OrgLive } from './live/org-live.ts'
 import { navigate } from './router.tsx'
+import { notify } from './ui/notices.tsx'
 import { toast } from './ui/toast.tsx'
 
 export interface Workspace {
@@ -19,6 +30,8 @@ export interface Workspace {
   live: OrgLive
   board: LiveDoc
   store: BoardStore
+  /** This person's card edits the server has not acknowledged yet (see unapplied-edits.ts). */
+  unapplied: UnappliedEdits
   members: MembersState
   canAdmin: boolean
 }
@@ -95,11 +108,40 @@ export function WorkspaceProvider({
   user: User
   children: ReactNode
 }) {
-  const [core, setCore] = useState<{ live: OrgLive; board: LiveDoc; store: BoardStore }>()
+  const [core, setCore] = useState<{
+    live: OrgLive
+    board: LiveDoc
+    store: BoardStore
+    unapplied: UnappliedEdits
+  }>()
   useEffect(() => {
     const live = new OrgLive(org.id, { id: user.id, name: user.name, email: user.email })
+    const offOpen = live.onOpen((doc) =>
+      parseDocName(doc.name)?.kind === 'card' ? trackUnsentComments(doc, user.id) : undefined,
+    )
+    const offRefused = live.onRefused((doc) => {
+      if (parseDocName(doc.name)?.kind !== 'card') return
+      if (closeCase(doc.status.refused ?? '') !== 'cardDeleted') return
+      // The card is gone, and with it its document: hand back what never reached it.
+      const lost = unsentComments(doc, user.id)
+      forgetUnsentComments(doc, user.id)
+      void doc.clearLocal()
+      if (lost.length === 0) return
+      notify({
+        title:
+          lost.length === 1 ? 'A comment was not saved' : `${lost.length} comments were not saved`,
+        message:
+          'The card was deleted before your words reached the server. Here they are, to keep elsewhere.',
+        text: lost.map((c) => c.body).join('\n\n'),
+      })
+    })
     const board = live.open(boardDocName(org.id))
     const store = new BoardStore(board.doc)
+    const unapplied = watchUnappliedEdits(board, user.id, (edit) =>
+      offerReapply({ orgId: org.id, store, edit }),
+    )
+    // Comments written offline on cards nobody has open now still go to the server.
+    for (const name of cardsWithUnsentComments(user.id, org.id)) live.release(live.open(name))
     const offRevert = board.onRevert((notice) => {
       const card = notice.taskId ? store.card(notice.taskId) : undefined
       toast(
@@ -113,9 +155,12 @@ export function WorkspaceProvider({
           : undefined,
       )
     })
-    setCore({ live, board, store })
+    setCore({ live, board, store, unapplied })
     return () => {
       offRevert()
+      offOpen()
+      offRefused()
+      unapplied.stop()
       store.destroy()
       live.destroy()
     }

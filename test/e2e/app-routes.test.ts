@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import * as Y from 'yjs'
-import { boardDocName, boardMaps, mapDocName } from '../../shared/board-doc.ts'
+import { boardDocName, mapDocName } from '../../shared/board-doc.ts'
+import { cardMaps } from '../../shared/card-doc.ts'
+import { cardDocName } from '../../shared/doc-names.ts'
 import { mapDocMaps } from '../../shared/map-doc.ts'
 import {
   type Agent,
@@ -158,13 +160,17 @@ describe.each(STORAGES)('app routes of the web app (%s)', (kind) => {
     test('a person deletes their comment; an agent’s or another person’s comment is 403; a missing one 404', async () => {
       const { columns } = await agent.ok('list_columns')
       const { task } = await agent.ok('create_task', { columnId: columns[0].id, title: 'talk' })
-      const live = await connectProvider(server.url, boardDocName(orgId), await owner.syncToken())
+      const live = await connectProvider(
+        server.url,
+        cardDocName(orgId, task.id),
+        await owner.syncToken(),
+      )
       const mine = crypto.randomUUID()
       live.doc.transact(() => {
         const m = new Y.Map<unknown>()
         m.set('taskId', task.id)
         m.set('body', 'mine to delete')
-        boardMaps(live.doc).comments.set(mine, m)
+        cardMaps(live.doc).comments.set(mine, m)
       })
       const seen = async (): Promise<string[]> =>
         (await agent.ok('get_task', { taskId: task.id })).comments.map((c: { id: string }) => c.id)
@@ -176,7 +182,7 @@ describe.each(STORAGES)('app routes of the web app (%s)', (kind) => {
       expect((await other.request('DELETE', org(`/comments/${mine}`))).status).toBe(403)
       expect((await owner.request('DELETE', org(`/comments/${mine}`))).status).toBe(204)
       expect(await seen()).not.toContain(mine)
-      await eventually(() => (boardMaps(live.doc).comments.has(mine) ? undefined : true))
+      await eventually(() => (cardMaps(live.doc).comments.has(mine) ? undefined : true))
       expect((await owner.request('DELETE', org(`/comments/${mine}`))).status).toBe(404)
       live.destroy()
     })

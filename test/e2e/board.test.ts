@@ -408,7 +408,12 @@ describe('the web app: board, card and API keys in real Chromium', () => {
       )
       expect(archived).toBeUndefined()
       await page.getByRole('button', { name: 'Archived' }).click()
-      await expect(page.getByRole('dialog').textContent()).resolves.toContain('Review the diff')
+      // The Archived view reads the server (archived cards are not in the board document).
+      await page
+        .getByRole('dialog')
+        .getByTestId('archived-card')
+        .filter({ hasText: 'Review the diff' })
+        .waitFor()
       await page.keyboard.press('Escape')
 
       // Delete a card for good.

@@ -67,8 +67,17 @@ describe.each(STORAGES)('offline editing (%s)', (kind) => {
         },
       )
       .toEqual(['Renamed offline', 'Written offline'])
+    // The comment travels in the card's own document, stored in its own time.
+    await expect
+      .poll(
+        async () =>
+          (await agent.ok('get_task', { taskId: task.id })).comments.map(
+            (c: { body: string }) => c.body,
+          ),
+        { timeout: 15_000 },
+      )
+      .toEqual(['Noted on the train.'])
     const after = await agent.ok('get_task', { taskId: task.id })
-    expect(after.comments.map((c: { body: string }) => c.body)).toEqual(['Noted on the train.'])
     expect(after.task.lastCommentBy).toBe('human')
     expect(errors).toEqual([])
     await context.close()

@@ -99,6 +99,22 @@ const invitePreview = z.looseObject({
 export type InvitePreview = z.infer<typeof invitePreview>
 
 const empty = z.unknown()
+
+/** An archived card as the Archived view lists it (the get_task task shape, in part). */
+const archivedTask = z.looseObject({
+  id: z.string(),
+  title: z.string(),
+  columnId: z.string(),
+  projectName: z.nullable(z.string()),
+  archivedAt: z.nullable(z.string()),
+  commentCount: z.number(),
+  imageCount: z.number(),
+  claim: z.nullable(z.looseObject({ holder: z.string(), isLive: z.boolean() })),
+})
+export type ArchivedTask = z.infer<typeof archivedTask>
+
+/** A card as the restore answers it (the get_task task shape, in part). */
+const restoredTask = z.looseObject({ id: z.string(), columnId: z.string(), title: z.string() })
 const org = (orgId: string) => `/orgs/${encodeURIComponent(orgId)}`
 
 export const appApi = {
@@ -163,6 +179,19 @@ export const appApi = {
       z.looseObject({ released: z.boolean() }),
     ),
   deleteTask: (orgId: string, taskId: string) => apiVoid('DELETE', `${org(orgId)}/tasks/${taskId}`),
+  archivedTasks: (orgId: string, page: { limit?: number; before?: string | null } = {}) => {
+    const query = new URLSearchParams()
+    if (page.limit) query.set('limit', String(page.limit))
+    if (page.before) query.set('before', page.before)
+    const q = query.size > 0 ? `?${query}` : ''
+    return api(
+      'GET',
+      `${org(orgId)}/archived-tasks${q}`,
+      z.looseObject({ tasks: z.array(archivedTask), nextBefore: z.nullable(z.string()) }),
+    )
+  },
+  restoreTask: (orgId: string, taskId: string) =>
+    api('POST', `${org(orgId)}/tasks/${taskId}/restore`, z.looseObject({ task: restoredTask })),
   removeTaskProject: (orgId: string, taskId: string) =>
     api('DELETE', `${org(orgId)}/tasks/${taskId}/project`, empty),
   patchColumn: (

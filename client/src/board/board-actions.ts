@@ -1,5 +1,6 @@
 import * as Y from 'yjs'
 import { boardMaps } from '../../../shared/board-doc.ts'
+import { cardMaps } from '../../../shared/card-doc.ts'
 import { LIMITS, POSITION_STEP, type Priority, type TaskType } from '../../../shared/constants.ts'
 import { replaceText } from '../../../shared/ytext.ts'
 import { uuid } from '../ids.ts'
@@ -132,10 +133,15 @@ export function moveTask(doc: Y.Doc, taskId: string, columnId: string, position:
   }, LOCAL)
 }
 
-export function setArchived(doc: Y.Doc, taskId: string, archived: boolean): void {
+/**
+ * Archives a card: the server takes it off the board in the transaction that accepts the
+ * edit (DESIGN.md Contract 3). Putting it back is the app API's restore, since the card is
+ * no longer in the document to edit.
+ */
+export function archiveTask(doc: Y.Doc, taskId: string): void {
   const m = task(doc, taskId)
   if (!m) return
-  doc.transact(() => m.set('archivedAt', archived ? now() : null), LOCAL)
+  doc.transact(() => m.set('archivedAt', now()), LOCAL)
 }
 
 /** The description as a Y.Text, created in place for a card stored without one. */
@@ -205,10 +211,10 @@ export function moveColumn(store: BoardStore, columnId: string, index: number): 
   store.doc.transact(() => m.set('position', position), LOCAL)
 }
 
-/** A person's comment: no agentName, so it counts as a human's (lastCommentBy). */
-export function addComment(doc: Y.Doc, input: { taskId: string; body: string; email: string }) {
+/** A person's comment in the card's own document: no agentName, so it counts as a human's. */
+export function addComment(card: Y.Doc, input: { taskId: string; body: string; email: string }) {
   const id = uuid()
-  doc.transact(() => {
+  card.transact(() => {
     const m = new Y.Map<unknown>()
     m.set('taskId', input.taskId)
     m.set('body', input.body.slice(0, LIMITS.commentBody.max))
@@ -216,14 +222,14 @@ export function addComment(doc: Y.Doc, input: { taskId: string; body: string; em
     m.set('agentName', null)
     m.set('createdAt', now())
     m.set('editedAt', null)
-    boardMaps(doc).comments.set(id, m)
+    cardMaps(card).comments.set(id, m)
   }, LOCAL)
   return id
 }
 
-export function editComment(doc: Y.Doc, commentId: string, body: string): void {
-  const m = boardMaps(doc).comments.get(commentId)
+export function editComment(card: Y.Doc, commentId: string, body: string): void {
+  const m = cardMaps(card).comments.get(commentId)
   if (!m || m.get('body') === body) return
   // The server stamps editedAt (and keeps author and time); only the body is ours to set.
-  doc.transact(() => m.set('body', body.slice(0, LIMITS.commentBody.max)), LOCAL)
+  card.transact(() => m.set('body', body.slice(0, LIMITS.commentBody.max)), LOCAL)
 }

@@ -2,29 +2,22 @@ import { lazy, Suspense, useCallback, useEffect, useMemo, useRef, useState } fro
 import { COLUMN_ROLES, type ColumnRole, LIMITS, PRIORITIES } from '../../../shared/constants.ts'
 import { effectivePriority } from '../../../shared/priority.ts'
 import type { Column } from '../../../shared/records.ts'
-import { appApi } from '../api/app-api.ts'
+import { type ArchivedTask, appApi } from '../api/app-api.ts'
 import { describeError } from '../api/http.ts'
 import { setQuery, useQueryParam } from '../router.tsx'
 import { Avatar } from '../ui/avatar.tsx'
 import { ArchiveIcon, PlusIcon } from '../ui/icons.tsx'
 import { Labeled } from '../ui/labeled.tsx'
-import { Modal } from '../ui/modal.tsx'
+import { confirmDialog, Modal } from '../ui/modal.tsx'
 import { toast } from '../ui/toast.tsx'
 import { useWorkspace } from '../workspace.tsx'
-import {
-  createColumn,
-  createTask,
-  moveColumn,
-  moveTask,
-  planDrop,
-  setArchived,
-} from './board-actions.ts'
+import { createColumn, createTask, moveColumn, moveTask, planDrop } from './board-actions.ts'
 import { PRIORITY_LABELS } from './card.tsx'
 import type { HeightCache } from './card-list.tsx'
 import { BoardColumn, type CardFilter, type ColumnActions, ROLE_LABELS } from './column.tsx'
 import { attachPointerDrag, type DragState, DragStore, ListRegistry } from './drag.ts'
 import { PresenceStore, usePresence } from './presence.ts'
-import { useArchived, useBoard, useColumns, useProjects, useTags } from './use-board.ts'
+import { useBoard, useColumns, useProjects, useTags } from './use-board.ts'
 
 const CardPanel = lazy(() => import('../card/card-panel.tsx'))
 
@@ -598,11 +591,8 @@ function DeleteColumn({ column, onClose }: { column: Column; onClose: () => void
   const remove = async () => {
     setBusy(true)
     try {
-      const { movedCount } = await appApi.deleteColumn(
-        org.id,
-        column.id,
-        held.length > 0 ? dest : undefined,
-      )
+      // Archived cards of the column move too (they are not on the board to count here).
+      const { movedCount } = await appApi.deleteColumn(org.id, column.id, dest || undefined)
       toast(
         'success',
         movedCount > 0
@@ -616,7 +606,6 @@ function DeleteColumn({ column, onClose }: { column: Column; onClose: () => void
       setBusy(false)
     }
   }
-  const archived = held.filter((c) => c.archivedAt).length
   return (
     <Modal open onClose={onClose} title={`Delete “${column.title}”?`}>
       <form
@@ -631,9 +620,8 @@ function DeleteColumn({ column, onClose }: { column: Column; onClose: () => void
         ) : (
           <>
             <p>
-              It holds {held.length} card{held.length === 1 ? '' : 's'}
-              {archived > 0 ? ` (${archived} archived)` : ''}. They move to the bottom of another
-              column, in their order.
+              It holds {held.length} card{held.length === 1 ? '' : 's'}. They move to the bottom of
+              another column, in their order, with the column's archived cards.
             </p>
             <Labeled label="Move the cards to">
               {(p) => (
@@ -665,43 +653,126 @@ function DeleteColumn({ column, onClose }: { column: Column; onClose: () => void
   )
 }
 
+/**
+ * Archived cards, newest archive first, a page at a time from the app API (they are not
+ * in the board document): each can be restored to the board or deleted for good.
+ */
 function ArchivedCards({ open, onClose }: { open: boolean; onClose: () => void }) {
-  const { store } = useWorkspace()
-  const archived = useArchived(store)
+  const { org, store } = useWorkspace()
+  const [tasks, setTasks] = useState<readonly ArchivedTask[]>([])
+  const [next, setNext] = useState<string | null>(null)
+  const [loading, setLoading] = useState(false)
+  const [error, setError] = useState<string>()
+  const [busy, setBusy] = useState<string>()
+
+  const load = useCallback(
+    async (before: string | null) => {
+      setLoading(true)
+      setError(undefined)
+      try {
+        const page = await appApi.archivedTasks(org.id, { limit: 50, before })
+        setTasks((shown) => (before ? [...shown, ...page.tasks] : page.tasks))
+        setNext(page.nextBefore)
+      } catch (e) {
+        setError(describeError(e))
+      } finally {
+        setLoading(false)
+      }
+    },
+    [org.id],
+  )
+
+  useEffect(() => {
+    if (!open) return
+    setTasks([])
+    setNext(null)
+    void load(null)
+  }, [open, load])
+
+  const drop = (id: string) => setTasks((shown) => shown.filter((t) => t.id !== id))
+
+  const restore = async (t: ArchivedTask) => {
+    setBusy(t.id)
+    try {
+      await appApi.restoreTask(org.id, t.id)
+      drop(t.id)
+      toast('success', `“${t.title}” is back on the board`, {
+        label: 'Open card',
+        run: () => setQuery({ card: t.id }, { replace: false }),
+      })
+    } catch (e) {
+      toast('error', describeError(e))
+    } finally {
+      setBusy(undefined)
+    }
+  }
+
+  const remove = async (t: ArchivedTask) => {
+    const ok = await confirmDialog({
+      title: 'Delete this card?',
+      message: `“${t.title}” is deleted with its comments, screenshots and claim. This cannot be undone.`,
+      confirmLabel: 'Delete card',
+      danger: true,
+    })
+    if (!ok) return
+    setBusy(t.id)
+    try {
+      await appApi.deleteTask(org.id, t.id)
+      drop(t.id)
+    } catch (e) {
+      toast('error', describeError(e))
+    } finally {
+      setBusy(undefined)
+    }
+  }
+
   return (
     <Modal open={open} onClose={onClose} title="Archived cards" className="modal-wide">
-      {archived.length === 0 ? (
+      {error && (
+        <p className="form-error" role="alert">
+          Could not load archived cards: {error}
+        </p>
+      )}
+      {!loading && !error && tasks.length === 0 ? (
         <p className="muted">Nothing is archived.</p>
       ) : (
-        <ul className="archived-list">
-          {archived.map((c) => (
-            <li key={c.id}>
-              <span className="archived-title">{c.title}</span>
+        <ul className="archived-list" aria-label="Archived cards" aria-busy={loading}>
+          {tasks.map((t) => (
+            <li key={t.id} data-testid="archived-card">
+              <span className="archived-title">{t.title}</span>
               <span className="muted small">
-                {store.column(c.columnId)?.title ?? 'No column'} · archived{' '}
-                {new Date(c.archivedAt ?? '').toLocaleDateString()}
+                {store.column(t.columnId)?.title ?? 'Column deleted'}
+                {t.projectName ? ` · ${t.projectName}` : ''} · archived{' '}
+                {t.archivedAt ? new Date(t.archivedAt).toLocaleDateString() : ''}
+                {t.commentCount > 0 ? ` · ${t.commentCount} comments` : ''}
+                {t.claim?.isLive ? ` · held by ${t.claim.holder}` : ''}
               </span>
               <button
                 type="button"
                 className="btn btn-small"
-                onClick={() => {
-                  onClose()
-                  setQuery({ card: c.id }, { replace: false })
-                }}
+                disabled={busy === t.id || t.claim?.isLive}
+                title={t.claim?.isLive ? `${t.claim.holder} is working on it` : undefined}
+                onClick={() => void restore(t)}
               >
-                Open
+                Restore
               </button>
               <button
                 type="button"
-                className="btn btn-small"
-                disabled={c.claim?.isLive}
-                onClick={() => setArchived(store.doc, c.id, false)}
+                className="btn btn-small btn-danger"
+                disabled={busy === t.id}
+                onClick={() => void remove(t)}
               >
-                Restore
+                Delete
               </button>
             </li>
           ))}
         </ul>
+      )}
+      {loading && <p className="muted">Loading…</p>}
+      {next && !loading && (
+        <button type="button" className="btn btn-small" onClick={() => void load(next)}>
+          Show more
+        </button>
       )}
     </Modal>
   )

@@ -1,17 +1,15 @@
 import * as Y from 'yjs'
 import {
+  asStats,
   type BoardMaps,
   boardMaps,
-  readAttachment,
   readColumn,
-  readComment,
   readProject,
-  type StoredAttachment,
-  type StoredComment,
 } from '../../../shared/board-doc.ts'
 import { presentClaim, type StoredClaim } from '../../../shared/claims.ts'
 import { PRIORITIES, type Priority, TASK_TYPES, type TaskType } from '../../../shared/constants.ts'
-import type { ClaimRecord, Column, Project } from '../../../shared/records.ts'
+import type { ClaimRecord, Column, Project, TaskStats } from '../../../shared/records.ts'
+import { str, strings, strOrNull } from '../../../shared/ymap-fields.ts'
 
 /** What a card on the board shows: everything but the description, which only the card panel reads. */
 export interface CardView {
@@ -27,10 +25,11 @@ export interface CardView {
   position: number
   createdAt: string
   updatedAt: string
+  /** Set only between a person archiving the card and the server taking it off the board. */
   archivedAt: string | null
   createdByEmail: string
-  commentCount: number
-  imageCount: number
+  /** Written by the server from the card's own document (comments, screenshots). */
+  stats: TaskStats
   /** As of the last look at the clock: a lease past expiresAt shows as lapsed. */
   claim: ClaimRecord | null
 }
@@ -42,21 +41,6 @@ export interface ColumnCards {
 }
 
 const EMPTY_CARDS: ColumnCards = { ids: [], version: 0 }
-
-function text(m: Y.Map<unknown>, key: string): string {
-  const v = m.get(key)
-  return typeof v === 'string' ? v : ''
-}
-
-function textOrNull(m: Y.Map<unknown>, key: string): string | null {
-  const v = m.get(key)
-  return typeof v === 'string' && v !== '' ? v : null
-}
-
-function stringList(m: Y.Map<unknown>, key: string): string[] {
-  const v = m.get(key)
-  return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : []
-}
 
 function oneOf<T extends string>(values: readonly T[], v: unknown): T | null {
   return typeof v === 'string' && (values as readonly string[]).includes(v) ? (v as T) : null
@@ -98,7 +82,9 @@ function byPosition(a: { position: number; id: string }, b: { position: number; 
  * else, so a board of thousands of cards re-renders only what changed.
  *
  * Topics: `card:<id>`, `cards:<columnId>` (membership, order or any card's data),
- * `columns`, `projects`, `tags`, `archived`, `layout`, `comments:<taskId>`, `attachments:<taskId>`.
+ * `columns`, `projects`, `tags`, `layout`. The board document holds the cards on the board
+ * only: archived cards are listed through the app API, comments and screenshots live in
+ * each card's own document (card-store.ts).
  */
 export class BoardStore {
   readonly doc: Y.Doc
@@ -110,13 +96,6 @@ export class BoardStore {
   private projectList: readonly Project[] = []
   private readonly projectById = new Map<string, Project>()
   private tagList: readonly string[] | undefined
-  private archivedList: readonly CardView[] | undefined
-  private readonly commentTask = new Map<string, string>()
-  private readonly commentsByTask = new Map<string, Set<string>>()
-  private readonly commentSnapshots = new Map<string, readonly StoredComment[]>()
-  private readonly attachmentTask = new Map<string, string>()
-  private readonly attachmentsByTask = new Map<string, Set<string>>()
-  private readonly attachmentSnapshots = new Map<string, readonly StoredAttachment[]>()
   private readonly listeners = new Map<string, Set<() => void>>()
   private expiryTimer: ReturnType<typeof setTimeout> | undefined
   private layoutVersion = 0
@@ -127,12 +106,6 @@ export class BoardStore {
     this.maps = boardMaps(doc)
     this.rebuildColumns()
     this.rebuildProjects()
-    this.maps.comments.forEach((m, id) => {
-      this.indexChild(this.commentTask, this.commentsByTask, id, text(m, 'taskId'))
-    })
-    this.maps.attachments.forEach((m, id) => {
-      this.indexChild(this.attachmentTask, this.attachmentsByTask, id, text(m, 'taskId'))
-    })
     this.maps.tasks.forEach((_m, id) => {
       const card = this.readCard(id)
       if (card) this.cards.set(id, card)
@@ -188,47 +161,9 @@ export class BoardStore {
     return this.layoutVersion
   }
 
-  /** Every card, archived ones included (for a column's delete dialog, project filters). */
+  /** Every card on the board (for a column's delete dialog, project filters). */
   allCards(): IterableIterator<CardView> {
     return this.cards.values()
-  }
-
-  archived(): readonly CardView[] {
-    if (!this.archivedList) {
-      this.archivedList = [...this.cards.values()]
-        .filter((c) => c.archivedAt)
-        .sort((a, b) => (b.archivedAt ?? '').localeCompare(a.archivedAt ?? ''))
-    }
-    return this.archivedList
-  }
-
-  /** A card's comment thread, oldest first. */
-  comments(taskId: string): readonly StoredComment[] {
-    let snap = this.commentSnapshots.get(taskId)
-    if (!snap) {
-      const out: StoredComment[] = []
-      for (const id of this.commentsByTask.get(taskId) ?? []) {
-        const m = this.maps.comments.get(id)
-        if (m) out.push(readComment(id, m))
-      }
-      snap = out.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id))
-      this.commentSnapshots.set(taskId, snap)
-    }
-    return snap
-  }
-
-  attachments(taskId: string): readonly StoredAttachment[] {
-    let snap = this.attachmentSnapshots.get(taskId)
-    if (!snap) {
-      const out: StoredAttachment[] = []
-      for (const id of this.attachmentsByTask.get(taskId) ?? []) {
-        const m = this.maps.attachments.get(id)
-        if (m) out.push(readAttachment(id, m))
-      }
-      snap = out.sort((a, b) => a.createdAt.localeCompare(b.createdAt))
-      this.attachmentSnapshots.set(taskId, snap)
-    }
-    return snap
   }
 
   /** The card's Y.Text description (created on first edit when an old card has none). */
@@ -269,20 +204,19 @@ export class BoardStore {
     const position = m.get('position')
     return {
       id,
-      columnId: text(m, 'columnId'),
-      projectId: textOrNull(m, 'projectId'),
-      title: text(m, 'title'),
+      columnId: str(m, 'columnId'),
+      projectId: strOrNull(m, 'projectId'),
+      title: str(m, 'title'),
       type: oneOf(TASK_TYPES, m.get('type')),
       priority: oneOf(PRIORITIES, m.get('priority')),
-      tags: stringList(m, 'tags'),
-      assigneeIds: stringList(m, 'assigneeIds'),
+      tags: strings(m, 'tags'),
+      assigneeIds: strings(m, 'assigneeIds'),
       position: typeof position === 'number' && Number.isFinite(position) ? position : 0,
-      createdAt: text(m, 'createdAt'),
-      updatedAt: text(m, 'updatedAt'),
-      archivedAt: textOrNull(m, 'archivedAt'),
-      createdByEmail: text(m, 'createdByEmail'),
-      commentCount: this.commentsByTask.get(id)?.size ?? 0,
-      imageCount: this.attachmentsByTask.get(id)?.size ?? 0,
+      createdAt: str(m, 'createdAt'),
+      updatedAt: str(m, 'updatedAt'),
+      archivedAt: strOrNull(m, 'archivedAt'),
+      createdByEmail: str(m, 'createdByEmail'),
+      stats: asStats(m.get('stats')),
       claim: stored ? presentClaim(stored, Date.now()) : null,
     }
   }
@@ -317,8 +251,7 @@ export class BoardStore {
         if (before) resort.add(before.columnId)
         if (after) resort.add(after.columnId)
         this.tagList = undefined
-        this.archivedList = undefined
-        topics.add('tags').add('archived')
+        topics.add('tags')
         continue
       }
       if (
@@ -330,9 +263,8 @@ export class BoardStore {
         resort.add(after.columnId)
       } else bump.add(after.columnId)
       if (before.archivedAt !== after.archivedAt) {
-        this.archivedList = undefined
         this.tagList = undefined
-        topics.add('archived').add('tags')
+        topics.add('tags')
       }
       if (before.tags !== after.tags && before.tags.join('\n') !== after.tags.join('\n')) {
         this.tagList = undefined
@@ -377,72 +309,8 @@ export class BoardStore {
     for (const p of list) this.projectById.set(p.id, p)
   }
 
-  private indexChild(
-    owner: Map<string, string>,
-    byTask: Map<string, Set<string>>,
-    id: string,
-    taskId: string,
-  ) {
-    owner.set(id, taskId)
-    let set = byTask.get(taskId)
-    if (!set) {
-      set = new Set()
-      byTask.set(taskId, set)
-    }
-    set.add(id)
-  }
-
-  private unindexChild(owner: Map<string, string>, byTask: Map<string, Set<string>>, id: string) {
-    const taskId = owner.get(id)
-    if (taskId === undefined) return undefined
-    owner.delete(id)
-    byTask.get(taskId)?.delete(id)
-    return taskId
-  }
-
-  /** Comments and attachments: keep per-card counts and threads, re-read the cards whose counts moved. */
-  private observeChildren(
-    map: Y.Map<Y.Map<unknown>>,
-    owner: Map<string, string>,
-    byTask: Map<string, Set<string>>,
-    snapshots: Map<string, unknown>,
-    topic: 'comments' | 'attachments',
-  ) {
-    const handler = (events: Y.YEvent<Y.AbstractType<unknown>>[]) => {
-      const countChanged = new Set<string>()
-      const contentChanged = new Set<string>()
-      for (const e of events) {
-        if (e.target === map) {
-          for (const [id, change] of e.changes.keys) {
-            if (change.action === 'delete' || change.action === 'update') {
-              const taskId = this.unindexChild(owner, byTask, id)
-              if (taskId !== undefined) countChanged.add(taskId)
-            }
-            if (change.action === 'add' || change.action === 'update') {
-              const m = map.get(id)
-              if (m) {
-                const taskId = text(m, 'taskId')
-                this.indexChild(owner, byTask, id, taskId)
-                countChanged.add(taskId)
-              }
-            }
-          }
-        } else {
-          const id = e.path[0]
-          const taskId = typeof id === 'string' ? owner.get(id) : undefined
-          if (taskId !== undefined) contentChanged.add(taskId)
-        }
-      }
-      for (const t of [...countChanged, ...contentChanged]) snapshots.delete(t)
-      this.emit([...countChanged, ...contentChanged].map((t) => `${topic}:${t}`))
-      if (countChanged.size > 0) this.refreshCards(countChanged)
-    }
-    map.observeDeep(handler)
-    this.unobserve.push(() => map.unobserveDeep(handler))
-  }
-
   private observe() {
-    const { tasks, columns, projects, claims, comments, attachments } = this.maps
+    const { tasks, columns, projects, claims } = this.maps
     const onTasks = (events: Y.YEvent<Y.AbstractType<unknown>>[]) => {
       const dirty = new Set<string>()
       for (const e of events) {
@@ -496,21 +364,6 @@ export class BoardStore {
     }
     claims.observe(onClaims)
     this.unobserve.push(() => claims.unobserve(onClaims))
-
-    this.observeChildren(
-      comments,
-      this.commentTask,
-      this.commentsByTask,
-      this.commentSnapshots,
-      'comments',
-    )
-    this.observeChildren(
-      attachments,
-      this.attachmentTask,
-      this.attachmentsByTask,
-      this.attachmentSnapshots,
-      'attachments',
-    )
   }
 
   /**

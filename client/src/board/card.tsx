@@ -54,17 +54,22 @@ export function PriorityBadge({
   )
 }
 
-/** The claim exactly as the specification labels the holder; a lapsed lease says so. */
+/**
+ * The claim exactly as the specification labels the holder; a claim that no longer holds
+ * the card says why: its holder released it, or its lease lapsed.
+ */
 export function ClaimLabel({ claim }: { claim: ClaimRecord }) {
   if (!claim.isLive) {
+    const released = claim.status === 'released'
+    const at = new Date(released ? (claim.releasedAt ?? claim.updatedAt) : claim.expiresAt)
     return (
       <span
         className="claim claim-lapsed"
-        title={`Claim lapsed at ${new Date(claim.expiresAt).toLocaleString()}; the card is free`}
+        title={`${released ? 'Released by its holder' : 'Claim lapsed'} at ${at.toLocaleString()}; the card is free`}
       >
         <BotIcon size={12} />
         <span className="claim-holder">{claim.holder}</span>
-        <span className="claim-state">lapsed</span>
+        <span className="claim-state">{released ? 'released' : 'lapsed'}</span>
       </span>
     )
   }
@@ -156,23 +161,23 @@ export const Card = memo(function Card({
         </span>
       )}
       {(card.claim ||
-        card.commentCount > 0 ||
-        card.imageCount > 0 ||
+        card.stats.commentCount > 0 ||
+        card.stats.imageCount > 0 ||
         card.assigneeIds.length > 0) && (
         <span className="card-foot">
           {card.claim ? <ClaimLabel claim={card.claim} /> : <span />}
           <span className="card-counts">
-            {card.commentCount > 0 && (
-              <span className="count" title={`${card.commentCount} comments`}>
+            {card.stats.commentCount > 0 && (
+              <span className="count" title={`${card.stats.commentCount} comments`}>
                 <CommentIcon size={12} />
-                {card.commentCount}
+                {card.stats.commentCount}
                 <span className="sr-only"> comments</span>
               </span>
             )}
-            {card.imageCount > 0 && (
-              <span className="count" title={`${card.imageCount} screenshots`}>
+            {card.stats.imageCount > 0 && (
+              <span className="count" title={`${card.stats.imageCount} screenshots`}>
                 <ImageIcon size={12} />
-                {card.imageCount}
+                {card.stats.imageCount}
                 <span className="sr-only"> screenshots</span>
               </span>
             )}

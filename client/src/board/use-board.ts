@@ -14,8 +14,3 @@ export const useColumnCards = (store: BoardStore, columnId: string) =>
 export const useColumns = (store: BoardStore) => useBoard(store, 'columns', (s) => s.columns())
 export const useProjects = (store: BoardStore) => useBoard(store, 'projects', (s) => s.projects())
 export const useTags = (store: BoardStore) => useBoard(store, 'tags', (s) => s.tags())
-export const useArchived = (store: BoardStore) => useBoard(store, 'archived', (s) => s.archived())
-export const useComments = (store: BoardStore, taskId: string) =>
-  useBoard(store, `comments:${taskId}`, (s) => s.comments(taskId))
-export const useAttachments = (store: BoardStore, taskId: string) =>
-  useBoard(store, `attachments:${taskId}`, (s) => s.attachments(taskId))

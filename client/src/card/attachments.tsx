@@ -1,12 +1,12 @@
 import { useEffect, useState } from 'react'
-import type { StoredAttachment } from '../../../shared/board-doc.ts'
+import type { StoredAttachment } from '../../../shared/card-doc.ts'
 import { appApi, type SignedLink } from '../api/app-api.ts'
 import { describeError } from '../api/http.ts'
-import { useAttachments } from '../board/use-board.ts'
 import { TrashIcon } from '../ui/icons.tsx'
 import { confirmDialog } from '../ui/modal.tsx'
 import { toast } from '../ui/toast.tsx'
 import { useWorkspace } from '../workspace.tsx'
+import { type CardStore, useCardAttachments } from './card-store.ts'
 
 function size(bytes: number): string {
   if (bytes < 1024) return `${bytes} B`
@@ -89,9 +89,8 @@ function Shot({ attachment }: { attachment: StoredAttachment }) {
   )
 }
 
-export function Screenshots({ taskId }: { taskId: string }) {
-  const { store } = useWorkspace()
-  const stored = useAttachments(store, taskId)
+export function Screenshots({ card }: { card: CardStore }) {
+  const stored = useCardAttachments(card)
   if (stored.length === 0) return null
   return (
     <section className="panel-section" aria-labelledby="shots-heading">

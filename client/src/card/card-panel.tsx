@@ -5,10 +5,10 @@ import type { ClaimRecord } from '../../../shared/records.ts'
 import { appApi } from '../api/app-api.ts'
 import { describeError } from '../api/http.ts'
 import {
+  archiveTask,
   descriptionText,
   moveTask,
   positionBetween,
-  setArchived,
   updateTask,
 } from '../board/board-actions.ts'
 import { ClaimLabel, PRIORITY_LABELS, TYPE_LABELS } from '../board/card.tsx'
@@ -23,6 +23,7 @@ import { confirmDialog } from '../ui/modal.tsx'
 import { toast } from '../ui/toast.tsx'
 import { memberName, useWorkspace } from '../workspace.tsx'
 import { Screenshots } from './attachments.tsx'
+import { type CardStore, useCardStore } from './card-store.ts'
 import { Comments, ROBOT_EMAIL, relativeTime } from './comments.tsx'
 import { TagsInput } from './tags-input.tsx'
 
@@ -38,6 +39,7 @@ export default function CardPanel({
 }) {
   const { store, board } = useWorkspace()
   const card = useCard(store, taskId)
+  const cardDoc = useCardStore(taskId)
   const status = useDocStatus(board)
   const panel = useRef<HTMLElement>(null)
   const opener = useRef<Element | null>(null)
@@ -73,7 +75,13 @@ export default function CardPanel({
       tabIndex={-1}
     >
       {card ? (
-        <PanelBody key={taskId} taskId={taskId} presence={presence} onClose={onClose} />
+        <PanelBody
+          key={taskId}
+          taskId={taskId}
+          cardDoc={cardDoc}
+          presence={presence}
+          onClose={onClose}
+        />
       ) : (
         <div className="panel-missing">
           <button
@@ -85,7 +93,9 @@ export default function CardPanel({
             <CloseIcon />
           </button>
           <p>
-            {status.loaded || status.synced ? 'This card no longer exists.' : 'Loading the card…'}
+            {status.loaded || status.synced
+              ? 'This card is not on the board: it was archived or deleted. Archived cards are listed under “Archived” and can be restored from there.'
+              : 'Loading the card…'}
           </p>
         </div>
       )}
@@ -95,15 +105,18 @@ export default function CardPanel({
 
 function PanelBody({
   taskId,
+  cardDoc,
   presence,
   onClose,
 }: {
   taskId: string
+  /** The card's own document (comments, screenshots), once open. */
+  cardDoc: CardStore | undefined
   presence: PresenceStore
   onClose: () => void
 }) {
   const ws = useWorkspace()
-  const { store, org, canAdmin, members } = ws
+  const { store, org, canAdmin, members, unapplied } = ws
   const card = useCard(store, taskId)
   const columns = useColumns(store)
   const projects = useProjects(store)
@@ -150,6 +163,7 @@ function PanelBody({
     })
     if (!ok) return
     await run(async () => {
+      unapplied.forget(taskId)
       await appApi.deleteTask(org.id, taskId)
       onClose()
     }, 'Card deleted')
@@ -177,10 +191,7 @@ function PanelBody({
   return (
     <div className="panel-scroll">
       <header className="panel-header">
-        <span className="panel-crumb">
-          {column?.title ?? 'No column'}
-          {card.archivedAt && <span className="badge badge-muted">Archived</span>}
-        </span>
+        <span className="panel-crumb">{column?.title ?? 'No column'}</span>
         {others.length > 0 && (
           <span
             className="panel-viewers"
@@ -213,18 +224,19 @@ function PanelBody({
               },
             },
             {
-              label: card.archivedAt ? 'Restore from archive' : 'Archive',
+              label: 'Archive',
               icon: <ArchiveIcon size={14} />,
               disabled: locked,
               onSelect: () => {
-                setArchived(store.doc, taskId, !card.archivedAt)
-                if (!card.archivedAt) {
-                  toast('success', 'Card archived', {
-                    label: 'Undo',
-                    run: () => setArchived(store.doc, taskId, false),
-                  })
-                  onClose()
-                }
+                archiveTask(store.doc, taskId)
+                toast('success', 'Card archived', {
+                  label: 'Undo',
+                  run: () =>
+                    void appApi
+                      .restoreTask(org.id, taskId)
+                      .catch((e: unknown) => toast('error', describeError(e))),
+                })
+                onClose()
               },
             },
             {
@@ -384,8 +396,14 @@ function PanelBody({
         />
       </section>
 
-      <Screenshots taskId={taskId} />
-      <Comments taskId={taskId} />
+      {cardDoc ? (
+        <>
+          <Screenshots card={cardDoc} />
+          <Comments card={cardDoc} />
+        </>
+      ) : (
+        <p className="muted">Loading comments…</p>
+      )}
 
       <footer className="panel-foot muted small">
         Created {relativeTime(card.createdAt)}
@@ -439,6 +457,9 @@ function ClaimDetails({
   onRelease: () => void
 }) {
   const when = (iso: string) => new Date(iso).toLocaleString()
+  const released = claim.status === 'released'
+  const endLabel = claim.isLive ? 'Lease ends' : released ? 'Released at' : 'Lapsed at'
+  const endedAt = released ? (claim.releasedAt ?? claim.updatedAt) : claim.expiresAt
   return (
     <section
       className={`claim-box ${claim.isLive ? 'claim-box-live' : 'claim-box-lapsed'}`}
@@ -449,7 +470,11 @@ function ClaimDetails({
         {claim.isLive ? <LockIcon size={14} /> : null}
         <ClaimLabel claim={claim} />
         <span className="muted small">
-          {claim.isLive ? 'is working on this card' : 'claim lapsed; the card is free'}
+          {claim.isLive
+            ? 'is working on this card'
+            : released
+              ? 'released the card; it is free'
+              : 'claim lapsed; the card is free'}
         </span>
       </div>
       {claim.note && <p className="claim-note">“{claim.note}”</p>}
@@ -458,8 +483,8 @@ function ClaimDetails({
         <dd>{when(claim.startedAt)}</dd>
         <dt>Last heartbeat</dt>
         <dd>{when(claim.updatedAt)}</dd>
-        <dt>{claim.isLive ? 'Lease ends' : 'Lapsed at'}</dt>
-        <dd>{when(claim.expiresAt)}</dd>
+        <dt>{endLabel}</dt>
+        <dd>{when(endedAt)}</dd>
       </dl>
       {claim.isLive && (
         <p className="small">

@@ -1,15 +1,15 @@
 import { useState } from 'react'
-import type { StoredComment } from '../../../shared/board-doc.ts'
+import type { StoredComment } from '../../../shared/card-doc.ts'
 import { LIMITS } from '../../../shared/constants.ts'
 import { appApi } from '../api/app-api.ts'
 import { describeError } from '../api/http.ts'
 import { addComment, editComment } from '../board/board-actions.ts'
-import { useComments } from '../board/use-board.ts'
 import { Avatar } from '../ui/avatar.tsx'
 import { BotIcon } from '../ui/icons.tsx'
 import { confirmDialog } from '../ui/modal.tsx'
 import { toast } from '../ui/toast.tsx'
 import { useWorkspace } from '../workspace.tsx'
+import { type CardStore, useCardComments } from './card-store.ts'
 
 /** Robot accounts of API keys write as key-<id>@agents.<host> (DESIGN.md). */
 export const ROBOT_EMAIL = /^key-[0-9a-f-]+@agents\./i
@@ -37,9 +37,10 @@ function author(c: StoredComment, members: readonly { email: string; name: strin
   return { kind: 'person' as const, name: m?.name ?? c.authorEmail, id: m?.id ?? c.authorEmail }
 }
 
-export function Comments({ taskId }: { taskId: string }) {
-  const { store, user, org, members } = useWorkspace()
-  const comments = useComments(store, taskId)
+export function Comments({ card }: { card: CardStore }) {
+  const { user, org, members } = useWorkspace()
+  const comments = useCardComments(card)
+  const taskId = card.taskId
   const [body, setBody] = useState('')
   const [editing, setEditing] = useState<string>()
   const [draft, setDraft] = useState('')
@@ -47,7 +48,7 @@ export function Comments({ taskId }: { taskId: string }) {
   const submit = () => {
     const text = body.trim()
     if (!text) return
-    addComment(store.doc, { taskId, body: text, email: user.email })
+    addComment(card.doc, { taskId, body: text, email: user.email })
     setBody('')
   }
 
@@ -129,7 +130,7 @@ export function Comments({ taskId }: { taskId: string }) {
                   className="comment-edit"
                   onSubmit={(e) => {
                     e.preventDefault()
-                    if (draft.trim()) editComment(store.doc, c.id, draft.trim())
+                    if (draft.trim()) editComment(card.doc, c.id, draft.trim())
                     setEditing(undefined)
                   }}
                 >

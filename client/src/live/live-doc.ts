@@ -1,26 +1,7 @@
 import { HocuspocusProvider, type HocuspocusProviderWebsocket } from '@hocuspocus/provider'
 import { IndexeddbPersistence } from 'y-indexeddb'
 import * as Y from 'yjs'
-
-/** What the server says when it undid one of this person's edits (DESIGN.md: reverts, not vetoes). */
-export interface RevertNotice {
-  type: 'reverted'
-  reason: string
-  taskId?: string
-}
-
-export function parseRevert(payload: string): RevertNotice | undefined {
-  let data: unknown
-  try {
-    data = JSON.parse(payload)
-  } catch {
-    return undefined
-  }
-  if (typeof data !== 'object' || data === null) return undefined
-  const { type, reason, taskId } = data as Record<string, unknown>
-  if (type !== 'reverted' || typeof reason !== 'string') return undefined
-  return typeof taskId === 'string' ? { type, reason, taskId } : { type, reason }
-}
+import { closeCase, parseNotice, type StatelessNotice } from '../../../shared/live-protocol.ts'
 
 export interface DocStatus {
   /** The copy kept on this device has been read (the document can be shown offline). */
@@ -50,7 +31,7 @@ export class LiveDoc {
   readonly whenLoaded: Promise<void>
   status: DocStatus = { loaded: false, synced: false, unsynced: 0, refused: undefined }
   private readonly listeners = new Set<() => void>()
-  private readonly revertListeners = new Set<(notice: RevertNotice) => void>()
+  private readonly revertListeners = new Set<(notice: StatelessNotice) => void>()
 
   constructor(options: {
     name: string
@@ -71,9 +52,17 @@ export class LiveDoc {
       onSynced: () => this.update({ synced: true, refused: undefined }),
       onUnsyncedChanges: ({ number }) => this.update({ unsynced: number }),
       onAuthenticationFailed: ({ reason }) => this.update({ refused: reason }),
-      onClose: () => this.update({ synced: false }),
+      onClose: ({ event }) => {
+        // The server closed this document for good (deleted, or access revoked): say why.
+        const gone = closeCase(event.reason)
+        this.update(
+          gone && gone !== 'reloaded'
+            ? { synced: false, refused: event.reason }
+            : { synced: false },
+        )
+      },
       onStateless: ({ payload }) => {
-        const notice = parseRevert(payload)
+        const notice = parseNotice(payload)
         if (notice) for (const l of this.revertListeners) l(notice)
       },
     })
@@ -99,11 +88,16 @@ export class LiveDoc {
     }
   }
 
-  onRevert(fn: (notice: RevertNotice) => void): () => void {
+  onRevert(fn: (notice: StatelessNotice) => void): () => void {
     this.revertListeners.add(fn)
     return () => {
       this.revertListeners.delete(fn)
     }
+  }
+
+  /** Forgets the copy kept on this device (a document the server no longer has). */
+  async clearLocal(): Promise<void> {
+    await this.persistence.clearData()
   }
 
   destroy(): void {
@@ -113,4 +107,11 @@ export class LiveDoc {
     this.listeners.clear()
     this.revertListeners.clear()
   }
+}
+
+/** The keys a transaction changed on one Y.Map (added, overwritten or removed). */
+export function changedKeys<T>(tr: Y.Transaction, map: Y.Map<T>): Set<string | null> | undefined {
+  const target: unknown = map
+  for (const [type, keys] of tr.changed) if (type === target) return keys
+  return undefined
 }

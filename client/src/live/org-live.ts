@@ -38,8 +38,13 @@ export class OrgLive {
   readonly orgId: string
   readonly me: Identity
   readonly socket: HocuspocusProviderWebsocket
-  private readonly docs = new Map<string, { live: LiveDoc; refs: number }>()
+  private readonly docs = new Map<
+    string,
+    { live: LiveDoc; refs: number; cleanup: (() => void)[]; refusalSeen: boolean }
+  >()
   private readonly listeners = new Set<() => void>()
+  private readonly openHooks = new Set<(live: LiveDoc) => (() => void) | undefined>()
+  private readonly refusedHooks = new Set<(live: LiveDoc) => void>()
   private token: { value: string; expiresAt: number } | undefined
   private socketStatus: 'connecting' | 'connected' | 'disconnected' = 'disconnected'
   private online = navigator.onLine
@@ -101,10 +106,37 @@ export class OrgLive {
       token: this.fetchToken,
     })
     live.awareness.setLocalStateField('user', this.me)
-    live.subscribe(() => this.recompute())
-    this.docs.set(name, { live, refs: 1 })
+    const entry = { live, refs: 1, cleanup: [] as (() => void)[], refusalSeen: false }
+    live.subscribe(() => {
+      if (live.status.refused && !entry.refusalSeen) {
+        entry.refusalSeen = true
+        for (const hook of this.refusedHooks) hook(live)
+      }
+      this.recompute()
+    })
+    for (const hook of this.openHooks) {
+      const cleanup = hook(live)
+      if (cleanup) entry.cleanup.push(cleanup)
+    }
+    this.docs.set(name, entry)
     this.recompute()
     return live
+  }
+
+  /** Runs for every document opened from now on; what it returns runs when it closes. */
+  onOpen(hook: (live: LiveDoc) => (() => void) | undefined): () => void {
+    this.openHooks.add(hook)
+    return () => {
+      this.openHooks.delete(hook)
+    }
+  }
+
+  /** Runs once when the server refuses or closes a document for good (deleted, revoked). */
+  onRefused(hook: (live: LiveDoc) => void): () => void {
+    this.refusedHooks.add(hook)
+    return () => {
+      this.refusedHooks.delete(hook)
+    }
   }
 
   release(live: LiveDoc): void {
@@ -112,13 +144,27 @@ export class OrgLive {
     if (!entry || entry.live !== live) return
     entry.refs -= 1
     if (entry.refs > 0) return
-    // Closing a document a moment later lets a quick back-and-forth reuse it.
-    setTimeout(() => {
+    // Closing a document a moment later lets a quick back-and-forth reuse it; one whose
+    // edits the server may not have yet (offline, or not acknowledged) stays open and
+    // syncing until it has them.
+    const settled = () =>
+      live.status.refused !== undefined || (live.status.synced && live.status.unsynced === 0)
+    const close = () => {
       if (entry.refs > 0 || this.docs.get(live.name) !== entry) return
+      if (!settled()) {
+        const off = live.subscribe(() => {
+          if (!settled()) return
+          off()
+          close()
+        })
+        return
+      }
       this.docs.delete(live.name)
+      for (const f of entry.cleanup) f()
       live.destroy()
       this.recompute()
-    }, 5_000)
+    }
+    setTimeout(close, 5_000)
   }
 
   private recompute() {
@@ -126,8 +172,9 @@ export class OrgLive {
     if (!this.online || this.socketStatus === 'disconnected') next = 'offline'
     else if (this.socketStatus === 'connecting') next = 'connecting'
     else {
+      // A document the server refused for good (deleted, revoked) has nothing left to sync.
       const busy = [...this.docs.values()].some(
-        ({ live }) => !live.status.synced || live.status.unsynced > 0,
+        ({ live }) => !live.status.refused && (!live.status.synced || live.status.unsynced > 0),
       )
       next = busy ? 'syncing' : 'synced'
     }
@@ -146,7 +193,10 @@ export class OrgLive {
   destroy(): void {
     window.removeEventListener('online', this.goOnline)
     window.removeEventListener('offline', this.goOffline)
-    for (const { live } of this.docs.values()) live.destroy()
+    for (const { live, cleanup } of this.docs.values()) {
+      for (const f of cleanup) f()
+      live.destroy()
+    }
     this.docs.clear()
     this.socket.destroy()
     this.listeners.clear()
