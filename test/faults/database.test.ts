@@ -95,6 +95,12 @@ describe('the service survives losing its database', () => {
       document: doc,
       token: await owner.syncToken(),
     })
+    const authFailures: string[] = []
+    const closes: string[] = []
+    provider.on('authenticationFailed', (e: { reason: string }) => authFailures.push(e.reason))
+    provider.on('close', (e: { event: { code: number; reason: string } }) =>
+      closes.push(`${e.event.code} ${e.event.reason}`),
+    )
     provider.attach()
     await until(() => provider.synced, 10_000)
 
@@ -180,7 +186,8 @@ describe('the service survives losing its database', () => {
     await until(
       () => latest.includes('renamed during the outage'),
       20_000,
-      () => "the person's edit made during the outage never reached get_board",
+      () =>
+        `the person's edit made during the outage never reached get_board (provider ${socket.status}, synced ${provider.synced}, closes: ${closes.join('; ')}, refused: ${authFailures.join('; ')})`,
       async () => {
         latest = await boardTitles()
       },

@@ -26,6 +26,7 @@ describe('the server never works on a document that is no longer the live one', 
     registry.release(first)
     await new Promise((r) => setTimeout(r, 50))
     registry.evict(['org/doc'])
+    expect(gone(first)).toBe(true)
     const second = await registry.acquire('org/doc')
     expect(second.doc).not.toBe(first.doc)
     // The person's connection to the evicted copy closes only now.
