@@ -54,6 +54,9 @@ export interface StorageStatus {
   check(timeoutMs?: number): Promise<boolean>
 }
 
+/** How long a successful readiness check answers for the ones after it. */
+const CHECK_REUSE_MS = 1_000
+
 export class Availability implements StorageStatus {
   available = true
   private readonly probe: () => Promise<void>
@@ -62,6 +65,7 @@ export class Availability implements StorageStatus {
   private probing = false
   private stopped = false
   private timer: NodeJS.Timeout | undefined
+  private lastCheck: { at: number; pending: boolean; result: Promise<boolean> } | undefined
 
   constructor(options: {
     /** One round trip on a connection of its own; rejects when the database does not answer. */
@@ -107,7 +111,27 @@ export class Availability implements StorageStatus {
     void attempt()
   }
 
-  async check(timeoutMs = 2_000): Promise<boolean> {
+  /**
+   * Asks the database now, bounded by `timeoutMs`. Callers at the same moment share one
+   * probe, and a yes stays good for `CHECK_REUSE_MS` while no query has failed since: a
+   * readiness endpoint polled hard (or by anyone, it needs no credentials) must not open a
+   * database connection per request.
+   */
+  check(timeoutMs = 2_000): Promise<boolean> {
+    const last = this.lastCheck
+    const fresh =
+      last && (last.pending || (this.available && Date.now() - last.at < CHECK_REUSE_MS))
+    if (last && fresh) return last.result
+    const check = { at: Date.now(), pending: true, result: this.checkNow(timeoutMs) }
+    this.lastCheck = check
+    void check.result.finally(() => {
+      check.pending = false
+      check.at = Date.now()
+    })
+    return check.result
+  }
+
+  private async checkNow(timeoutMs: number): Promise<boolean> {
     let timer: NodeJS.Timeout | undefined
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new StorageUnavailable()), timeoutMs)

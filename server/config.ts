@@ -62,19 +62,32 @@ export interface Config {
   loginAccountWindowSeconds: number
 }
 
-function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+/** A whole number of at least `min` (a count, a size, a duration; 0 often means "no limit"). */
+function whole(
+  env: NodeJS.ProcessEnv,
+  name: string,
+  fallback: number,
+  min = 0,
+  max = Number.MAX_SAFE_INTEGER,
+): number {
   const raw = env[name]
   if (raw === undefined || raw === '') return fallback
   const n = Number(raw)
   if (!Number.isFinite(n)) throw new Error(`${name} must be a number, got "${raw}"`)
+  if (!Number.isSafeInteger(n) || n < min || n > max) {
+    const range = max === Number.MAX_SAFE_INTEGER ? `of at least ${min}` : `from ${min} to ${max}`
+    throw new Error(`${name} must be a whole number ${range}, got "${raw}"`)
+  }
   return n
 }
 
-/** A whole number of at least `min` (a count, a size, a duration; 0 often means "no limit"). */
-function whole(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
-  const n = int(env, name, fallback)
-  if (!Number.isSafeInteger(n) || n < min) {
-    throw new Error(`${name} must be a whole number of at least ${min}, got "${env[name]}"`)
+/** scrypt's cost: a power of two of at least 2 (the algorithm takes nothing else). */
+function powerOfTwo(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const n = whole(env, name, fallback, 2)
+  if ((n & (n - 1)) !== 0 || n > 2 ** 30) {
+    throw new Error(
+      `${name} must be a power of two from 2 to 2^30 (e.g. 32768), got "${env[name]}"`,
+    )
   }
   return n
 }
@@ -112,29 +125,29 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const trustProxy = flag(env, 'TRUST_PROXY')
   return {
-    port: int(env, 'PORT', 8787),
+    port: whole(env, 'PORT', 8787, 0, 65_535),
     host: env.HOST || '127.0.0.1',
     databaseUrl: env.DATABASE_URL || undefined,
     dataDir: env.DATA_DIR || './data',
-    dbConnectTimeoutMs: int(env, 'DB_CONNECT_TIMEOUT_MS', 5_000),
-    dbStatementTimeoutMs: int(env, 'DB_STATEMENT_TIMEOUT_MS', 15_000),
-    dbLockTimeoutMs: int(env, 'DB_LOCK_TIMEOUT_MS', 5_000),
-    dbIdleInTransactionMs: int(env, 'DB_IDLE_IN_TRANSACTION_MS', 30_000),
+    dbConnectTimeoutMs: whole(env, 'DB_CONNECT_TIMEOUT_MS', 5_000, 1),
+    dbStatementTimeoutMs: whole(env, 'DB_STATEMENT_TIMEOUT_MS', 15_000, 1),
+    dbLockTimeoutMs: whole(env, 'DB_LOCK_TIMEOUT_MS', 5_000, 1),
+    dbIdleInTransactionMs: whole(env, 'DB_IDLE_IN_TRANSACTION_MS', 30_000, 1),
     publicUrl: publicUrlOf(env),
-    claimLeaseSeconds: int(env, 'CLAIM_LEASE_SECONDS', 900),
-    rateLimitPerKey: int(env, 'RATE_LIMIT_PER_KEY', 240),
-    rateLimitImagesPerOrg: int(env, 'RATE_LIMIT_IMAGES_PER_ORG', 30),
-    docIdleMs: int(env, 'DOC_IDLE_MS', 30_000),
+    claimLeaseSeconds: whole(env, 'CLAIM_LEASE_SECONDS', 900, 1),
+    rateLimitPerKey: whole(env, 'RATE_LIMIT_PER_KEY', 240, 1),
+    rateLimitImagesPerOrg: whole(env, 'RATE_LIMIT_IMAGES_PER_ORG', 30, 1),
+    docIdleMs: whole(env, 'DOC_IDLE_MS', 30_000),
     shutdownTimeoutMs: whole(env, 'SHUTDOWN_TIMEOUT_MS', 25_000, 1),
-    syncTokenTtlSeconds: int(env, 'SYNC_TOKEN_TTL_SECONDS', 3600),
-    sessionTtlDays: int(env, 'SESSION_TTL_DAYS', 30),
-    scryptN: int(env, 'SCRYPT_N', 2 ** 15),
+    syncTokenTtlSeconds: whole(env, 'SYNC_TOKEN_TTL_SECONDS', 3600, 1),
+    sessionTtlDays: whole(env, 'SESSION_TTL_DAYS', 30, 1),
+    scryptN: powerOfTwo(env, 'SCRYPT_N', 2 ** 15),
     redisUrl: env.REDIS_URL || undefined,
     redisPrefix: env.REDIS_PREFIX || 'corkboard',
-    webhookAllowPrivate: env.WEBHOOK_ALLOW_PRIVATE === '1',
-    webhookPollMs: int(env, 'WEBHOOK_POLL_MS', 1000),
-    webhookConcurrency: int(env, 'WEBHOOK_CONCURRENCY', 16),
-    webhookLeaseMs: int(env, 'WEBHOOK_LEASE_MS', 120_000),
+    webhookAllowPrivate: flag(env, 'WEBHOOK_ALLOW_PRIVATE'),
+    webhookPollMs: whole(env, 'WEBHOOK_POLL_MS', 1000, 1),
+    webhookConcurrency: whole(env, 'WEBHOOK_CONCURRENCY', 16, 1),
+    webhookLeaseMs: whole(env, 'WEBHOOK_LEASE_MS', 120_000, 1),
     logLevel,
     trustProxy,
     httpHeadersTimeoutMs: whole(env, 'HTTP_HEADERS_TIMEOUT_MS', 10_000),

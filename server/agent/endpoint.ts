@@ -98,15 +98,16 @@ export async function runAdmitted(
 export function agentEndpoint(services: Services, log: Logger) {
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     try {
+      // Every answer says the policy, even one that charged no key (401, 405).
+      if (services.limiter) {
+        res.setHeader('RateLimit-Policy', policyHeader([services.limiter.budgets.perKey]))
+      }
       if (req.method !== 'POST') {
         res.setHeader('allow', 'POST')
         throw new ApiError(
           405,
           `Method ${req.method} not allowed: the agent endpoint takes POST only`,
         )
-      }
-      if (services.limiter) {
-        res.setHeader('RateLimit-Policy', policyHeader([services.limiter.budgets.perKey]))
       }
       // A malformed key is refused before the body is read or anything is queried.
       const credentials = keyCredentials(bearerKey(req))

@@ -6,6 +6,7 @@ import {
   type onAuthenticatePayload,
   type onLoadDocumentPayload,
 } from '@hocuspocus/server'
+import { Redis as IORedis } from 'ioredis'
 import * as decoding from 'lib0/decoding'
 import type * as Y from 'yjs'
 import { isConnectionError } from '../../persistence/availability.ts'
@@ -129,18 +130,13 @@ export class LiveDocs {
     }
     const extensions: Extension[] = [extension]
     if (options.redis) {
-      const url = new URL(options.redis.url)
+      const { url, prefix } = options.redis
       extensions.push(
         new GatedRedis(
           {
-            host: url.hostname,
-            port: Number(url.port || 6379),
-            prefix: options.redis.prefix,
-            options: {
-              ...(url.password ? { password: decodeURIComponent(url.password) } : {}),
-              ...(url.username ? { username: decodeURIComponent(url.username) } : {}),
-              ...(url.pathname.length > 1 ? { db: Number(url.pathname.slice(1)) } : {}),
-            },
+            // ioredis reads the whole URL: password, database, and TLS for rediss://.
+            createClient: () => new IORedis(url),
+            prefix,
           },
           (name) => this.lane(name.slice(0, 36)).gate.read(),
         ),

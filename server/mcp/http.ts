@@ -6,7 +6,7 @@ import { ApiError } from '../api-error.ts'
 import { authenticateApiKey } from '../auth/api-keys.ts'
 import { type Logger, MAX_BODY_BYTES, sendError } from '../http/json.ts'
 import { asApiError } from '../http/unavailable.ts'
-import { chargeRequest } from '../rate-limit/limiter.ts'
+import { chargeRequest, policyHeader } from '../rate-limit/limiter.ts'
 import { createToolServer, type ToolFailure, ToolFailureError } from './tools.ts'
 
 export const MCP_PATH = '/mcp'
@@ -35,6 +35,10 @@ export function failureOfApiError(caught: unknown, log: Logger, retryAfter?: num
 export function mcpEndpoint(services: Services, log: Logger) {
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     try {
+      // Every answer says the policy, also those that charge nothing (401, 405, tools/list).
+      if (services.limiter) {
+        res.setHeader('RateLimit-Policy', policyHeader([services.limiter.budgets.perKey]))
+      }
       if (req.method !== 'POST') {
         // Stateless: no session to resume or delete and no standalone event stream.
         res.setHeader('allow', 'POST')

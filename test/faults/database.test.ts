@@ -29,12 +29,7 @@ interface Outcome {
   ms: number
 }
 
-// KNOWN DEFECT (issue 15, open): under CI load about one run in four still finds a fault
-// the service does not survive cleanly: a stored board with a gap (an acknowledged write
-// whose update never reached Postgres), or a live edit that never arrives. Each attempt
-// is a fresh organisation on the same cluster and service; the retries keep the rest of
-// the suite landing while it is tracked, and a run that fails three times fails CI.
-describe('the service survives losing its database', { retry: 2 }, () => {
+describe('the service survives losing its database', () => {
   let cluster: Cluster
   let service: ServiceProcess
   let receiver: Receiver
@@ -250,6 +245,12 @@ describe('the service survives losing its database', { retry: 2 }, () => {
     expect(boardMaps(stored).tasks.size).toBe(titles.length)
     expect((reread.body.tasks as { title: string }[]).map((t) => t.title).sort()).toEqual(
       [...titles].sort(),
+    )
+    // The figures docs/operations.md quotes.
+    const refused = outcomes.filter((o) => o.status === 503).length
+    console.log(
+      `database faults: writes again ${recoveries.map((ms) => `${(ms / 1000).toFixed(1)} s`).join(', ')} after terminate, terminate, restart; ` +
+        `503 in ${answeredIn} ms while stopped; ${acknowledged.length} writes acknowledged (0 lost, 0 twice), ${refused} refused with 503`,
     )
   }, 240_000)
 })

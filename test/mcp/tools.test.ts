@@ -289,6 +289,7 @@ describe.each(STORAGES)('MCP tools (%s)', (kind) => {
         })
         expect(res.status).toBe(405)
         expect(res.headers.get('allow')).toBe('POST')
+        expect(res.headers.get('ratelimit-policy')).toMatch(/"per-key";q=\d+;w=60/)
       },
     )
 
@@ -314,6 +315,28 @@ describe.each(STORAGES)('MCP tools (%s)', (kind) => {
       expect(res.headers.get('ratelimit')).toMatch(/"per-key";r=\d+;t=\d+/)
       const body = await res.json()
       expect(body.result.structuredContent.organization.name).toBe('Acme')
+    })
+
+    test('answers that charge no budget (tools/list, a bad key) still say the policy', async () => {
+      const { agent } = await ownerWithAgent(server.url)
+      const post = (key: string, method: string) =>
+        fetch(`${server.url}/mcp`, {
+          method: 'POST',
+          headers: {
+            authorization: `Bearer ${key}`,
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+            'mcp-protocol-version': '2025-06-18',
+          },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: {} }),
+        })
+      const list = await post(agent.key, 'tools/list')
+      expect(list.status).toBe(200)
+      expect(list.headers.get('ratelimit-policy')).toMatch(/"per-key";q=\d+;w=60/)
+      expect(list.headers.get('ratelimit')).toBeNull()
+      const refused = await post('cb_not_a_key', 'tools/list')
+      expect(refused.status).toBe(401)
+      expect(refused.headers.get('ratelimit-policy')).toMatch(/"per-key";q=\d+;w=60/)
     })
   })
 })

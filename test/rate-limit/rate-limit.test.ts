@@ -58,6 +58,9 @@ describe.each(STORAGES)('rate limits (%s)', (kind) => {
     const anonymous = await fetch(`${server.url}/api/agent`, { method: 'POST', body: '{}' })
     expect(anonymous.status).toBe(401)
     expect(anonymous.headers.get('ratelimit-policy')).toBe('"per-key";q=240;w=60')
+    const wrongMethod = await fetch(`${server.url}/api/agent`, { method: 'GET' })
+    expect(wrongMethod.status).toBe(405)
+    expect(wrongMethod.headers.get('ratelimit-policy')).toBe('"per-key";q=240;w=60')
   })
 
   test('the 241st request within a minute is a 429 naming the budget, with Retry-After, and runs nothing', async () => {

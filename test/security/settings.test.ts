@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest'
 import { loadConfig } from '../../server/config.ts'
 
-describe('the security settings are read from the environment with safe defaults', () => {
+describe('the settings are read from the environment with safe defaults, and nonsense is refused at start', () => {
   test('defaults: sign-in budgets of 30 failures per address in 15 minutes and 10 per account in 5', () => {
     const config = loadConfig({})
     expect(config.loginFailuresPerAddress).toBe(30)
@@ -39,6 +39,19 @@ describe('the security settings are read from the environment with safe defaults
     ['SYNC_MAX_MESSAGE_BYTES', '0', /SYNC_MAX_MESSAGE_BYTES must be a whole number of at least 1/],
     ['LOGIN_FAILURES_PER_ACCOUNT', '0', /LOGIN_FAILURES_PER_ACCOUNT .* at least 1/],
     ['LOGIN_ADDRESS_WINDOW_SECONDS', '0', /LOGIN_ADDRESS_WINDOW_SECONDS .* at least 1/],
+    [
+      'DB_STATEMENT_TIMEOUT_MS',
+      '-5',
+      /DB_STATEMENT_TIMEOUT_MS must be a whole number of at least 1/,
+    ],
+    ['DB_LOCK_TIMEOUT_MS', '0', /DB_LOCK_TIMEOUT_MS must be a whole number of at least 1/],
+    ['CLAIM_LEASE_SECONDS', '1.5', /CLAIM_LEASE_SECONDS must be a whole number of at least 1/],
+    ['RATE_LIMIT_PER_KEY', '-1', /RATE_LIMIT_PER_KEY must be a whole number of at least 1/],
+    ['SESSION_TTL_DAYS', '0', /SESSION_TTL_DAYS must be a whole number of at least 1/],
+    ['WEBHOOK_CONCURRENCY', '0', /WEBHOOK_CONCURRENCY must be a whole number of at least 1/],
+    ['PORT', '70000', /PORT must be a whole number from 0 to 65535/],
+    ['SCRYPT_N', '1000', /SCRYPT_N must be a power of two/],
+    ['WEBHOOK_ALLOW_PRIVATE', 'yes', /WEBHOOK_ALLOW_PRIVATE must be 1 or 0/],
     ['PUBLIC_URL', 'board.example.com', /PUBLIC_URL must be an absolute http or https URL/],
     ['PUBLIC_URL', 'ftp://board.example.com', /PUBLIC_URL must be an absolute http or https URL/],
   ])('%s=%s is refused at start with a message naming it', (name, value, message) => {
