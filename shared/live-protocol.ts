@@ -36,7 +36,12 @@ export interface Revert {
 
 export type StatelessNotice =
   /** Parts of the person's last edit were undone (DESIGN.md: reverts, not vetoes). */
-  { type: 'reverted'; reason: string; taskId?: string; reverts: Revert[] }
+  | { type: 'reverted'; reason: string; taskId?: string; reverts: Revert[] }
+  /**
+   * Sent on the board document: the organisation's map list changed (a map created,
+   * renamed, deleted or written to). The list lives in Postgres; read it again.
+   */
+  | { type: 'maps-changed' }
 
 export function encodeNotice(notice: StatelessNotice): string {
   return JSON.stringify(notice)
@@ -67,6 +72,8 @@ export function parseNotice(payload: string): StatelessNotice | undefined {
       if (typeof d.taskId === 'string') notice.taskId = d.taskId
       return notice
     }
+    case 'maps-changed':
+      return { type: 'maps-changed' }
     default:
       return undefined
   }

@@ -142,7 +142,8 @@ export function WorkspaceProvider({
     )
     // Comments written offline on cards nobody has open now still go to the server.
     for (const name of cardsWithUnsentComments(user.id, org.id)) live.release(live.open(name))
-    const offRevert = board.onRevert((notice) => {
+    const offRevert = board.onNotice((notice) => {
+      if (notice.type !== 'reverted') return
       const card = notice.taskId ? store.card(notice.taskId) : undefined
       toast(
         'revert',

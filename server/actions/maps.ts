@@ -87,6 +87,7 @@ export async function writeMap<T>(
       [mapId, orgId, w.now],
     )
     if (!row) throw noMap(mapId)
+    w.afterCommit(() => ctx.live.mapsChanged(orgId))
     return fn(w, presentMap(row))
   })
 }
@@ -167,6 +168,7 @@ export async function create_map(
       [id, orgId, input.title, w.now],
     )
     w.mutate((doc) => mapDocMaps(doc).meta.set('title', input.title))
+    w.afterCommit(() => ctx.live.mapsChanged(orgId))
     return { map: presentMap(row as MapRow) }
   })
 }
@@ -275,7 +277,10 @@ export async function delete_map(
     ctx.live.forgetDocument(name)
     // Only this document's connections, on every process: the socket stays open for the
     // person's other documents, and the provider is told why.
-    w.afterCommit(() => ctx.live.forgetDocument(name, { documentName: name }))
+    w.afterCommit(() => {
+      ctx.live.forgetDocument(name, { documentName: name })
+      ctx.live.mapsChanged(orgId)
+    })
   })
   return { ok: true as const }
 }

@@ -18,15 +18,29 @@ function isCloseTarget(v: unknown): v is CloseTarget {
   return text('keyId') || (text('orgId') && text('userId')) || text('documentName')
 }
 
+/** A stateless message for every connection to one document. */
+export interface Notice {
+  documentName: string
+  payload: string
+}
+
+function isNotice(v: unknown): v is Notice {
+  if (typeof v !== 'object' || v === null) return false
+  const n = v as Record<string, unknown>
+  return typeof n.documentName === 'string' && typeof n.payload === 'string'
+}
+
 /**
- * Closes live connections on every server process. A key revoked or a member removed
- * through one process must lose its open documents on all of them at once, not at its
- * next reconnect: with Redis, each close is published on a channel every process listens
- * to, and each closes its own matching connections. Without Redis there is only this
- * process.
+ * Closes live connections, and sends notices to them, on every server process. A key
+ * revoked or a member removed through one process must lose its open documents on all of
+ * them at once, not at its next reconnect; a notice (the map list changed) must reach
+ * people connected anywhere. With Redis, each close or notice is published on a channel
+ * every process listens to, and each acts on its own matching connections. Without Redis
+ * there is only this process.
  */
 export class ConnectionControl {
   private readonly closeHere: (target: CloseTarget) => void
+  private readonly noticeHere: (notice: Notice) => void
   private readonly channel: string
   private readonly id = randomUUID()
   private readonly publisher: Redis | undefined
@@ -35,10 +49,12 @@ export class ConnectionControl {
 
   constructor(options: {
     closeHere: (target: CloseTarget) => void
+    noticeHere: (notice: Notice) => void
     redis?: { url: string; prefix: string } | undefined
     log: Logger
   }) {
     this.closeHere = options.closeHere
+    this.noticeHere = options.noticeHere
     this.log = options.log
     this.channel = `${options.redis?.prefix ?? ''}:close-connections`
     if (!options.redis) return
@@ -53,22 +69,33 @@ export class ConnectionControl {
     })
     this.subscriber.on('message', (channel: string, message: string) => {
       if (channel !== this.channel) return
-      let parsed: { from?: unknown; target?: unknown }
+      let parsed: { from?: unknown; target?: unknown; notice?: unknown }
       try {
         parsed = JSON.parse(message)
       } catch {
         return
       }
-      if (parsed.from === this.id || !isCloseTarget(parsed.target)) return
-      this.closeHere(parsed.target)
+      if (parsed.from === this.id) return
+      if (isCloseTarget(parsed.target)) this.closeHere(parsed.target)
+      else if (isNotice(parsed.notice)) this.noticeHere(parsed.notice)
     })
   }
 
   /** Closes the matching connections here and on every other process. */
   close(target: CloseTarget): void {
     this.closeHere(target)
+    this.publish({ target })
+  }
+
+  /** Sends a notice to the document's connections here and on every other process. */
+  notify(notice: Notice): void {
+    this.noticeHere(notice)
+    this.publish({ notice })
+  }
+
+  private publish(message: { target: CloseTarget } | { notice: Notice }): void {
     this.publisher
-      ?.publish(this.channel, JSON.stringify({ from: this.id, target }))
+      ?.publish(this.channel, JSON.stringify({ from: this.id, ...message }))
       .catch((error: unknown) => this.log.error('connection control: cannot publish', error))
   }
 

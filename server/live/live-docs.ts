@@ -14,10 +14,10 @@ import type { Db } from '../../persistence/db.ts'
 import { asStats, boardDocName, boardMaps, sameStats } from '../../shared/board-doc.ts'
 import { statsOf } from '../../shared/card-doc.ts'
 import { cardDocName, parseDocName } from '../../shared/doc-names.ts'
-import { CLOSE } from '../../shared/live-protocol.ts'
+import { CLOSE, encodeNotice } from '../../shared/live-protocol.ts'
 import type { Logger } from '../http/json.ts'
 import { Compaction } from './compaction.ts'
-import { type CloseTarget, ConnectionControl } from './connection-control.ts'
+import { type CloseTarget, ConnectionControl, type Notice } from './connection-control.ts'
 import { loadInto, replay } from './doc-store.ts'
 import './hold.ts'
 import { OrgLane, type WriteScope } from './lane.ts'
@@ -33,6 +33,8 @@ export type Authenticate = (token: string, documentName: string) => Promise<Conn
 
 /** How long a connection's authentication waits for a database that does not answer. */
 const AUTH_WAIT_MS = 60_000
+/** Map-list notices of one organisation within this long go out as one. */
+const MAPS_NOTICE_MS = 100
 
 /** Hocuspocus message types (types.ts in @hocuspocus/server) that carry document content. */
 const SYNC = 0
@@ -55,6 +57,7 @@ export class LiveDocs {
   private readonly compaction: Compaction
   private readonly people: PeopleEdits
   private readonly control: ConnectionControl
+  private readonly mapsNoticeDue = new Map<string, NodeJS.Timeout>()
   private readonly db: Db
   private readonly log: Logger
   /** The board held open while a card's document is loaded (its stats live there). */
@@ -155,6 +158,7 @@ export class LiveDocs {
     })
     this.control = new ConnectionControl({
       closeHere: (target) => this.closeHere(target),
+      noticeHere: (notice) => this.noticeHere(notice),
       redis: options.redis,
       log: this.log,
     })
@@ -289,6 +293,33 @@ export class LiveDocs {
     this.control.close(target)
   }
 
+  /**
+   * The organisation's map list changed: everyone with the board open (the app keeps it
+   * open on every page) is told to read the list again, on every process. Notices of one
+   * organisation within MAPS_NOTICE_MS go out as one, so a burst of writes to a map costs
+   * people one reload, not one per write.
+   */
+  mapsChanged(orgId: string): void {
+    if (this.mapsNoticeDue.has(orgId)) return
+    const timer = setTimeout(() => {
+      this.mapsNoticeDue.delete(orgId)
+      this.control.notify({
+        documentName: boardDocName(orgId),
+        payload: encodeNotice({ type: 'maps-changed' }),
+      })
+    }, MAPS_NOTICE_MS)
+    timer.unref()
+    this.mapsNoticeDue.set(orgId, timer)
+  }
+
+  /** Sends a notice to this process's connections to its document. */
+  private noticeHere(notice: Notice): void {
+    for (const document of this.registry.documents()) {
+      if (document.name !== notice.documentName) continue
+      for (const connection of document.getConnections()) connection.sendStateless(notice.payload)
+    }
+  }
+
   /** Closes this process's connections that `target` names. */
   private closeHere(target: CloseTarget): void {
     const deleted = 'documentName' in target
@@ -324,6 +355,8 @@ export class LiveDocs {
     await this.registry.close()
     await Promise.all([...this.lanes.values()].map((lane) => lane.close()))
     await this.compaction.close()
+    for (const timer of this.mapsNoticeDue.values()) clearTimeout(timer)
+    this.mapsNoticeDue.clear()
     await this.control.stop()
     // Lets extensions release what they hold (the Redis extension's connections).
     await this.hocuspocus.hooks('onDestroy', { instance: this.hocuspocus })

@@ -139,6 +139,34 @@ describe('the mind-map canvas in real Chromium', () => {
     await expect.poll(() => page.locator('.react-flow__edge').count()).toBe(4)
   })
 
+  test('a new thought takes the focus: what you type after “Add thought” or a double-click becomes its text', async () => {
+    await page.getByRole('button', { name: 'Add thought' }).click()
+    // A person types once the new thought's box shows. Typed as keys, not filled into a
+    // field: they go wherever the focus is.
+    await page.getByLabel('Thought text').waitFor()
+    await page.keyboard.type('Typed after the button')
+    await page.keyboard.press('Enter')
+    await expect
+      .poll(async () => (await nodes(agent, mapId)).map((n) => n.text))
+      .toContain('Typed after the button')
+
+    const pane = await page.locator('.react-flow__pane').boundingBox()
+    if (!pane) throw new Error('no canvas')
+    await page.mouse.dblclick(pane.x + 140, pane.y + 100)
+    await page.getByLabel('Thought text').waitFor()
+    await page.keyboard.type('Typed after a double-click')
+    await page.keyboard.press('Enter')
+    await expect
+      .poll(async () => (await nodes(agent, mapId)).map((n) => n.text))
+      .toContain('Typed after a double-click')
+    // Neither the spaces typed nor Enter made more (empty) thoughts.
+    expect((await nodes(agent, mapId)).filter((n) => n.text === '')).toEqual([])
+    for (const text of ['Typed after the button', 'Typed after a double-click']) {
+      const node = (await nodes(agent, mapId)).find((n) => n.text === text) as MapNode
+      await agent.ok('delete_node', { nodeId: node.id })
+    }
+  })
+
   test('nodes are added, edited, coloured, given an image and deleted; edges are drawn and deleted', async () => {
     // Double-click the empty canvas: a new thought, in edit mode.
     const pane = await page.locator('.react-flow__pane').boundingBox()
@@ -214,5 +242,25 @@ describe('the mind-map canvas in real Chromium', () => {
     await expect
       .poll(() => page.locator('.map-tile-title').allTextContents())
       .toEqual(['Newest idea', 'Older idea', 'Launch plan'])
+  })
+
+  test('the map list is live: a map an agent creates, renames or deletes shows at once', async () => {
+    await page.goto(`/o/${orgId}/maps`)
+    await page.getByTestId('map-tile').first().waitFor()
+    // Well within the list's old 10-second refresh: the server says when the list changed.
+    const soon = { timeout: 4_000 }
+    const { map } = await agent.ok('create_map', { title: 'Made by an agent' })
+    await page.locator('.map-tile-title', { hasText: 'Made by an agent' }).waitFor(soon)
+    await agent.ok('rename_map', { mapId: map.id, title: 'Renamed by an agent' })
+    await page.locator('.map-tile-title', { hasText: 'Renamed by an agent' }).waitFor(soon)
+    await agent.ok('create_node', { mapId, text: 'Moves the list' })
+    await expect
+      .poll(() => page.locator('.map-tile-title').first().textContent(), soon)
+      .toBe('Launch plan')
+    await agent.ok('delete_map', { mapId: map.id })
+    await page
+      .locator('.map-tile-title', { hasText: 'Renamed by an agent' })
+      .waitFor({ state: 'detached', ...soon })
+    expect(errors).toEqual([])
   })
 })

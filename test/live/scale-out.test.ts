@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { type App, createApp } from '../../server/app.ts'
 import { loadConfig } from '../../server/config.ts'
 import { boardDocName, boardMaps, mapDocName } from '../../shared/board-doc.ts'
+import { parseNotice } from '../../shared/live-protocol.ts'
 import { Agent, connectProvider, eventually, Person } from '../support/client.ts'
 import { freshDb, type TestDb } from '../support/storage.ts'
 
@@ -51,6 +52,27 @@ describe('several server processes share one service (postgres + redis)', () => 
         10_000,
       )
       expect(seen).toBe('crossed processes')
+    } finally {
+      onB.destroy()
+    }
+  })
+
+  test('a map created, renamed or deleted through A tells people with the board open on B to read the map list again', async () => {
+    const owner = new Person(a.url)
+    await owner.signUp()
+    const agentOnA = new Agent(a.url, await owner.createKey())
+    const onB = await connectProvider(b.url, boardDocName(owner.orgId), await owner.syncToken())
+    const notices: string[] = []
+    onB.provider.on('stateless', ({ payload }: { payload: string }) => notices.push(payload))
+    try {
+      const { map } = await agentOnA.ok('create_map', { title: 'told everywhere' })
+      await eventually(() => (notices.length >= 1 ? true : undefined), 10_000)
+      expect(notices.map((n) => parseNotice(n))).toEqual([{ type: 'maps-changed' }])
+      await agentOnA.ok('rename_map', { mapId: map.id, title: 'renamed' })
+      await eventually(() => (notices.length >= 2 ? true : undefined), 10_000)
+      await agentOnA.ok('delete_map', { mapId: map.id })
+      await eventually(() => (notices.length >= 3 ? true : undefined), 10_000)
+      expect(new Set(notices.map((n) => parseNotice(n)?.type))).toEqual(new Set(['maps-changed']))
     } finally {
       onB.destroy()
     }

@@ -31,7 +31,7 @@ export class LiveDoc {
   readonly whenLoaded: Promise<void>
   status: DocStatus = { loaded: false, synced: false, unsynced: 0, refused: undefined }
   private readonly listeners = new Set<() => void>()
-  private readonly revertListeners = new Set<(notice: StatelessNotice) => void>()
+  private readonly noticeListeners = new Set<(notice: StatelessNotice) => void>()
 
   constructor(options: {
     name: string
@@ -63,7 +63,7 @@ export class LiveDoc {
       },
       onStateless: ({ payload }) => {
         const notice = parseNotice(payload)
-        if (notice) for (const l of this.revertListeners) l(notice)
+        if (notice) for (const l of this.noticeListeners) l(notice)
       },
     })
     // Several providers share one socket, and each must attach itself (DESIGN.md).
@@ -88,10 +88,11 @@ export class LiveDoc {
     }
   }
 
-  onRevert(fn: (notice: StatelessNotice) => void): () => void {
-    this.revertListeners.add(fn)
+  /** The server's notices on this document: reverts, and on the board, map-list changes. */
+  onNotice(fn: (notice: StatelessNotice) => void): () => void {
+    this.noticeListeners.add(fn)
     return () => {
-      this.revertListeners.delete(fn)
+      this.noticeListeners.delete(fn)
     }
   }
 
@@ -105,7 +106,7 @@ export class LiveDoc {
     void this.persistence.destroy()
     this.doc.destroy()
     this.listeners.clear()
-    this.revertListeners.clear()
+    this.noticeListeners.clear()
   }
 }
 

@@ -495,6 +495,25 @@ const Thought = memo(function Thought({ id, data, selected }: NodeProps<ThoughtN
   useEffect(() => {
     if (isEditing) setDraft(data.text)
   }, [isEditing, data.text])
+  // What the person types next is the thought's text, wherever the focus was (the "Add
+  // thought" button, the page after a double-click). A focus call on mount is not enough:
+  // the canvas shows a new node only once it has measured it, and an element that is not
+  // shown cannot take the focus, so it is asked again on each frame until it has it.
+  const editor = useRef<HTMLTextAreaElement>(null)
+  useEffect(() => {
+    if (!isEditing) return
+    let frame = 0
+    let tries = 0
+    const take = () => {
+      const el = editor.current
+      if (!el || document.activeElement === el) return
+      el.focus({ preventScroll: true })
+      if (document.activeElement === el) el.select()
+      else if (++tries < 120) frame = requestAnimationFrame(take)
+    }
+    take()
+    return () => cancelAnimationFrame(frame)
+  }, [isEditing])
 
   const commit = () => {
     setNodeText(live.doc, id, draft)
@@ -600,13 +619,11 @@ const Thought = memo(function Thought({ id, data, selected }: NodeProps<ThoughtN
       )}
       {isEditing ? (
         <textarea
+          ref={editor}
           className="thought-edit nodrag nowheel"
           aria-label="Thought text"
           value={draft}
           maxLength={LIMITS.nodeText.max}
-          // biome-ignore lint/a11y/noAutofocus: editing starts because the person asked for it
-          autoFocus
-          onFocus={(e) => e.currentTarget.select()}
           onChange={(e) => setDraft(e.target.value)}
           onBlur={commit}
           onKeyDown={(e) => {

@@ -38,7 +38,7 @@ export default function MapsPage({ mapId }: { mapId: string | undefined }) {
 }
 
 function MapList() {
-  const { org } = useWorkspace()
+  const { org, board } = useWorkspace()
   const [maps, setMaps] = useState<MindMapSummary[] | undefined>(() => cachedList(org.id))
   const [offline, setOffline] = useState<string>()
   const [creating, setCreating] = useState(false)
@@ -56,14 +56,24 @@ function MapList() {
 
   useEffect(() => {
     void load()
-    // Agents create and change maps too; keep the order current while the list is open.
-    const timer = setInterval(() => void load(), 10_000)
+    // Agents and teammates create and change maps too: the server says so on the board
+    // document, which the workspace keeps open; after a reconnection the list is read
+    // again, since notices sent meanwhile were missed.
+    let synced = board.status.synced
+    const offNotice = board.onNotice((notice) => {
+      if (notice.type === 'maps-changed') void load()
+    })
+    const offStatus = board.subscribe(() => {
+      if (board.status.synced && !synced) void load()
+      synced = board.status.synced
+    })
     window.addEventListener('focus', load)
     return () => {
-      clearInterval(timer)
+      offNotice()
+      offStatus()
       window.removeEventListener('focus', load)
     }
-  }, [load])
+  }, [load, board])
 
   const create = async (title: string) => {
     try {
