@@ -55,7 +55,8 @@ export function webhookRoutes(router: Router, deps: { db: Db; config: Config }):
       if (refused) {
         throw new ApiError(
           400,
-          `url must point to a public address; ${refused.host} is ${refused.why}`,
+          `url must point to a public address; ${refused.host} is ${refused.why}. ` +
+            'A server operator can allow loopback and private receivers (tests, a receiver on the same network) by starting the service with WEBHOOK_ALLOW_PRIVATE=1',
         )
       }
     }

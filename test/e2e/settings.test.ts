@@ -1,9 +1,15 @@
+import { execFile } from 'node:child_process'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { promisify } from 'node:util'
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import type { Browser } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { startServer, type TestServer } from '../support/server.ts'
 import { card, launchBrowser, openBoard, signedInContext, watchErrors } from './support.ts'
+
+const run = promisify(execFile)
 
 describe('settings: webhooks and projects in real Chromium', () => {
   let server: TestServer
@@ -172,6 +178,89 @@ describe('claims over time', () => {
     const details = page.getByTestId('card-panel').getByTestId('claim-details')
     await expect(details.textContent()).resolves.toContain('released the card; it is free')
     await expect(details.textContent()).resolves.toContain('Released at')
+    await context.close()
+  })
+
+  test('a new API key comes with set-ups ready to paste, and they work as shown: curl, MCP over HTTP, Claude Code', async () => {
+    const { context, page, orgId } = await signedInContext(browser, server.url)
+    await page.goto(`/o/${orgId}/settings/keys`)
+    await page.getByLabel('Key name').fill('Pasted agent')
+    await page.getByRole('button', { name: 'Create key' }).click()
+    const key = (await page.getByTestId('api-key-value').textContent()) ?? ''
+    expect(key).toMatch(/^cb_/)
+    const usage = page.getByTestId('key-usage')
+    const snippet = async (tab: string, id: string) => {
+      await usage.getByRole('tab', { name: tab }).click()
+      return (await usage.getByTestId(`key-usage-${id}`).textContent()) ?? ''
+    }
+
+    // The curl line, run by a shell exactly as shown, answers as the key's robot.
+    const curl = await snippet('curl', 'curl')
+    // (Not spawnSync: the server answering it runs in this process.)
+    const ran = await run('sh', ['-c', curl], { timeout: 10_000 })
+    expect(JSON.parse(ran.stdout).organization.id).toBe(orgId)
+
+    // The MCP configuration, given to the SDK's own client, connects and calls a tool.
+    const config = JSON.parse(await snippet('MCP over HTTP', 'mcp-http'))
+    const entry = config.mcpServers.corkboard
+    expect(entry.url).toBe(`${server.url}/mcp`)
+    const client = new Client({ name: 'pasted-config', version: '1.0.0' })
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(entry.url), {
+        requestInit: { headers: entry.headers },
+      }),
+    )
+    const whoami = await client.callTool({ name: 'whoami', arguments: {} })
+    expect((whoami.structuredContent as { organization: { id: string } }).organization.id).toBe(
+      orgId,
+    )
+    await client.close()
+
+    // Claude Code's one-liner and the stdio set-up carry the key and this service's address.
+    const claude = await snippet('Claude Code', 'claude')
+    expect(claude).toBe(
+      `claude mcp add --transport http corkboard '${server.url}/mcp' --header 'Authorization: Bearer ${key}'`,
+    )
+    const stdio = JSON.parse(await snippet('MCP over stdio', 'mcp-stdio')).mcpServers.corkboard
+    expect(stdio.args).toEqual(['/path/to/corkboard/server/mcp/stdio.ts', '--url', server.url])
+    expect(stdio.env).toEqual({ CORKBOARD_API_KEY: key })
+    await context.close()
+  })
+})
+
+describe('settings say what is wrong and where to go (a server with the default settings)', () => {
+  let server: TestServer
+  let browser: Browser
+
+  beforeAll(async () => {
+    ;[server, browser] = await Promise.all([startServer('pglite'), launchBrowser()])
+  })
+  afterAll(async () => {
+    await browser?.close()
+    await server?.close()
+  })
+
+  test('a webhook refused for a loopback or private address says how an operator allows it (WEBHOOK_ALLOW_PRIVATE)', async () => {
+    const { context, page, orgId } = await signedInContext(browser, server.url)
+    await page.goto(`/o/${orgId}/settings/webhooks`)
+    await page.getByLabel('Receiving URL').fill('http://127.0.0.1:9/hooks')
+    await page.getByRole('button', { name: 'Register webhook' }).click()
+    const refusal = page.locator('.toasts [role="alert"]')
+    await expect
+      .poll(() => refusal.textContent())
+      .toMatch(/public address.*127\.0\.0\.1.*WEBHOOK_ALLOW_PRIVATE=1/)
+    await context.close()
+  })
+
+  test('an unknown settings address says so and links the sections, instead of showing Members', async () => {
+    const { context, page, orgId } = await signedInContext(browser, server.url)
+    await page.goto(`/o/${orgId}/settings/api-keys`)
+    const notice = page.getByRole('alert').filter({ hasText: 'settings page' })
+    await expect(notice.textContent()).resolves.toContain('There is no settings page “api-keys”')
+    await expect(page.getByRole('heading', { name: 'Invite someone' }).count()).resolves.toBe(0)
+    await notice.getByRole('link', { name: 'API keys' }).click()
+    await page.getByLabel('Key name').waitFor()
+    expect(page.url()).toMatch(/\/settings\/keys$/)
     await context.close()
   })
 })

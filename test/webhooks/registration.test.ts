@@ -159,6 +159,7 @@ describe.each(STORAGES)('webhook registration in the app API (%s)', (kind) => {
       const res = await owner.request('POST', hooks(), { url, events: ['card.created'] })
       expect(res.status).toBe(400)
       expect(res.body.error).toMatch(/url must point to a public address/)
+      expect(res.body.error).toMatch(/WEBHOOK_ALLOW_PRIVATE=1/)
     },
   )
 

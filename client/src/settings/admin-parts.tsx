@@ -30,6 +30,8 @@ export function ShownOnce(props: {
   copyLabel: string
   testId?: string
   valueTestId: string
+  /** Shown under the value: how to use it. */
+  usage?: ReactNode
   onDone: () => void
 }) {
   return (
@@ -39,6 +41,7 @@ export function ShownOnce(props: {
         <code data-testid={props.valueTestId}>{props.value}</code>
         <CopyButton text={props.value} label={props.copyLabel} />
       </div>
+      {props.usage}
       <button type="button" className="btn btn-ghost btn-small" onClick={props.onDone}>
         I have stored it
       </button>

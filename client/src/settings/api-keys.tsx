@@ -7,6 +7,7 @@ import { confirmDialog } from '../ui/modal.tsx'
 import { toast } from '../ui/toast.tsx'
 import { useWorkspace } from '../workspace.tsx'
 import { ShownOnce, useAdminList } from './admin-parts.tsx'
+import { KeyUsage } from './key-usage.tsx'
 import { formatDate, NeedsAdmin } from './settings-page.tsx'
 
 /** API keys: made here, shown exactly once, listed by name and prefix, revoked at once. */
@@ -80,10 +81,11 @@ export function ApiKeys() {
             copyLabel="Copy key"
             testId="new-key"
             valueTestId="api-key-value"
+            usage={<KeyUsage apiKey={created.key} />}
             onDone={() => setCreated(undefined)}
           >
             <strong>Copy the key for “{created.name}” now.</strong> It is shown this once and cannot
-            be retrieved again; only a hash of it is kept.
+            be retrieved again; only a hash of it is kept. The set-ups below carry it too.
           </ShownOnce>
         )}
       </section>

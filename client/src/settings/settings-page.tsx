@@ -16,7 +16,8 @@ const TABS = [
 /** Administration: members and invites, API keys, webhooks, projects. */
 export function SettingsPage({ tab }: { tab: string }) {
   const { org } = useWorkspace()
-  const current = TABS.find((t) => t.id === tab) ?? TABS[0]
+  const found = TABS.find((t) => t.id === tab)
+  const current = found ?? TABS[0]
   return (
     <div className="settings-page">
       <header className="page-header">
@@ -30,8 +31,8 @@ export function SettingsPage({ tab }: { tab: string }) {
               <li key={t.id}>
                 <Link
                   to={`/o/${org.id}/settings/${t.id}`}
-                  className={`nav-link${t.id === current.id ? ' active' : ''}`}
-                  aria-current={t.id === current.id ? 'page' : undefined}
+                  className={`nav-link${t.id === found?.id ? ' active' : ''}`}
+                  aria-current={t.id === found?.id ? 'page' : undefined}
                 >
                   {t.icon}
                   {t.label}
@@ -40,12 +41,29 @@ export function SettingsPage({ tab }: { tab: string }) {
             ))}
           </ul>
         </nav>
-        <section className="settings-content" aria-label={current.label}>
-          {current.id === 'members' && <Members />}
-          {current.id === 'keys' && <ApiKeys />}
-          {current.id === 'webhooks' && <Webhooks />}
-          {current.id === 'projects' && <Projects />}
-        </section>
+        {!found ? (
+          <section className="settings-content" aria-label="Unknown settings page">
+            <div className="notice" role="alert">
+              <p>
+                There is no settings page “{tab}”. Choose one of the sections:{' '}
+                {TABS.map((t, i) => (
+                  <span key={t.id}>
+                    {i > 0 && ', '}
+                    <Link to={`/o/${org.id}/settings/${t.id}`}>{t.label}</Link>
+                  </span>
+                ))}
+                .
+              </p>
+            </div>
+          </section>
+        ) : (
+          <section className="settings-content" aria-label={current.label}>
+            {current.id === 'members' && <Members />}
+            {current.id === 'keys' && <ApiKeys />}
+            {current.id === 'webhooks' && <Webhooks />}
+            {current.id === 'projects' && <Projects />}
+          </section>
+        )}
       </div>
     </div>
   )
