@@ -84,6 +84,11 @@ export const BoardColumn = memo(function BoardColumn({
     () => drag.state?.kind === 'column' && drag.state.id === column.id,
   )
   const titleId = `column-title-${column.id}`
+  // A role badge that says the column's own name again ("Done" under Done) says nothing.
+  const showRole =
+    column.role !== null &&
+    column.role !== undefined &&
+    ROLE_LABELS[column.role].toLowerCase() !== column.title.trim().toLowerCase()
 
   return (
     <section
@@ -111,7 +116,12 @@ export const BoardColumn = memo(function BoardColumn({
             }}
           />
         ) : (
-          <h2 id={titleId} className="column-title" onDoubleClick={() => setRenaming(true)}>
+          <h2
+            id={titleId}
+            className="column-title"
+            onDoubleClick={() => setRenaming(true)}
+            title={column.role ? `Role: ${ROLE_LABELS[column.role]}` : undefined}
+          >
             {column.title}
           </h2>
         )}
@@ -145,9 +155,9 @@ export const BoardColumn = memo(function BoardColumn({
           ]}
         />
       </header>
-      {(column.role || column.onFire || projectName) && (
+      {(showRole || column.onFire || projectName) && (
         <div className="column-sub">
-          {column.role && (
+          {showRole && column.role && (
             <span
               className={`role role-${column.role}`}
               title="The column's role, which agents read"

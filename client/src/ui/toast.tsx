@@ -1,8 +1,11 @@
-import { useSyncExternalStore } from 'react'
+import { useEffect, useRef, useSyncExternalStore } from 'react'
+import { useLocation } from '../router.tsx'
 import { CloseIcon } from './icons.tsx'
 
 export interface Toast {
   id: number
+  /** When it was shown (performance.now()). */
+  at: number
   kind: 'info' | 'success' | 'error' | 'revert'
   message: string
   /** Something to act on from the toast, e.g. open the card the server reverted. */
@@ -24,13 +27,38 @@ export function dismiss(id: number): void {
 /** Shows a message in words; errors and reverts stay longer than confirmations. */
 export function toast(kind: Toast['kind'], message: string, action?: Toast['action']): number {
   const id = next++
-  toasts = [...toasts.slice(-4), { id, kind, message, ...(action ? { action } : {}) }]
+  toasts = [
+    ...toasts.slice(-4),
+    { id, at: performance.now(), kind, message, ...(action ? { action } : {}) },
+  ]
   emit()
   setTimeout(() => dismiss(id), kind === 'error' || kind === 'revert' ? 9000 : 4000)
   return id
 }
 
+/**
+ * A toast belongs to the page it was shown on: going to another page dismisses those
+ * shown before, except ones from the last moment (an action that says what it did, then
+ * goes elsewhere, as deleting a map does).
+ */
+const CARRIED_OVER_MS = 1_000
+
+function dismissShownBefore(ms: number): void {
+  const now = performance.now()
+  const kept = toasts.filter((t) => now - t.at < ms)
+  if (kept.length === toasts.length) return
+  toasts = kept
+  emit()
+}
+
 export function Toasts() {
+  const { pathname } = useLocation()
+  const shownOn = useRef(pathname)
+  useEffect(() => {
+    if (shownOn.current === pathname) return
+    shownOn.current = pathname
+    dismissShownBefore(CARRIED_OVER_MS)
+  }, [pathname])
   const list = useSyncExternalStore(
     (fn) => {
       listeners.add(fn)
