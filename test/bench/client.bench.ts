@@ -5,7 +5,7 @@ import { ensureBuilt } from '../../client/ensure-built.ts'
 import { boardDocName, boardMaps } from '../../shared/board-doc.ts'
 import { POSITION_STEP, PRIORITIES, TASK_TYPES } from '../../shared/constants.ts'
 import { launchBrowser, VIEWPORT } from '../e2e/support.ts'
-import { Person } from '../support/client.ts'
+import { Agent, Person } from '../support/client.ts'
 import { STORAGES, type StorageKind } from '../support/storage.ts'
 import { spawnServer } from './harness.ts'
 import { line, type Stats, stats } from './stats.ts'
@@ -14,14 +14,17 @@ import { line, type Stats, stats } from './stats.ts'
  * The web app in headless Chromium against the real server (its own process): how long a
  * board takes to show after the page loads (a first visit over the network, and a return
  * visit that opens the copy kept in IndexedDB), the longest task that blocked the main
- * thread meanwhile (what a person feels as a frozen page), and the frame time while a
- * card is dragged, for boards of 2,000 and 10,000 cards against a baseline measured in the
- * same run (an empty board for loading, a ten-card board for dragging).
+ * thread meanwhile (what a person feels as a frozen page), the JavaScript heap once it is
+ * shown, and the frame time while a card is dragged, for boards of 2,000 and 10,000 cards
+ * against a baseline measured in the same run (an empty board for loading and the heap, a
+ * ten-card board for dragging). And a mind map of 500 thoughts: its first render and the
+ * frame time while the canvas is panned, against an empty map and a ten-thought map.
  */
 
 const LOADS = 7
 const DRAGS = 4
 const SIZES = [2_000, 10_000]
+const MAP_SIZES = [0, 10, 500]
 
 /** Fills the board document through a live connection (as the app itself writes). */
 async function seedBoard(url: string, owner: Person, key: string, count: number): Promise<void> {
@@ -116,6 +119,35 @@ async function dragFrames(page: Page, from: number, to: number): Promise<number[
   const a = await source.boundingBox()
   const b = await target.boundingBox()
   if (!a || !b) throw new Error('board not rendered')
+  const stop = await recordFrames(page)
+  const start = { x: a.x + a.width / 2, y: a.y + a.height / 2 }
+  const end = { x: b.x + b.width / 2, y: b.y + b.height / 3 }
+  await page.mouse.move(start.x, start.y)
+  await page.mouse.down()
+  for (let i = 1; i <= 60; i++) {
+    const k = i / 60
+    // Down the column and back while crossing, so the drop index changes on the way.
+    const wave = Math.sin(k * Math.PI * 2) * 200
+    await page.mouse.move(start.x + (end.x - start.x) * k, start.y + (end.y - start.y) * k + wave)
+  }
+  await page.mouse.up()
+  return stop()
+}
+
+/** The page's JavaScript heap in use (MB) after a full garbage collection (Chromium's own count). */
+async function heapMb(page: Page): Promise<number> {
+  const cdp = await page.context().newCDPSession(page)
+  try {
+    await cdp.send('HeapProfiler.collectGarbage')
+    const { usedSize } = await cdp.send('Runtime.getHeapUsage')
+    return usedSize / 1_000_000
+  } finally {
+    await cdp.detach()
+  }
+}
+
+/** Starts recording frame intervals (requestAnimationFrame) in the page. */
+async function recordFrames(page: Page): Promise<() => Promise<number[]>> {
   await page.evaluate(() => {
     const w = window as unknown as { __frames: number[]; __stop: boolean }
     w.__frames = []
@@ -128,23 +160,89 @@ async function dragFrames(page: Page, from: number, to: number): Promise<number[
     }
     requestAnimationFrame(tick)
   })
-  const start = { x: a.x + a.width / 2, y: a.y + a.height / 2 }
-  const end = { x: b.x + b.width / 2, y: b.y + b.height / 3 }
+  return () =>
+    page.evaluate(() => {
+      const w = window as unknown as { __frames: number[]; __stop: boolean }
+      w.__stop = true
+      return w.__frames.slice(1)
+    })
+}
+
+/** A mind map of `count` thoughts, a tree of them laid out in rows, made by an agent. */
+async function seedMap(agent: Agent, count: number): Promise<string> {
+  const { map } = await agent.ok('create_map', { title: `${count} thoughts` })
+  const ids: string[] = []
+  for (let start = 0; start < count; start += 100) {
+    const nodes = Array.from({ length: Math.min(100, count - start) }, (_, k) => {
+      const i = start + k
+      return { text: `Thought ${i}`, x: (i % 25) * 220, y: Math.floor(i / 25) * 90 }
+    })
+    const created = await agent.ok('create_nodes', { mapId: map.id, nodes })
+    ids.push(...created.nodes.map((n: { id: string }) => n.id))
+  }
+  for (let start = 1; start < ids.length; start += 100) {
+    const edges = ids.slice(start, start + 100).map((id, k) => ({
+      sourceId: ids[Math.floor((start + k - 1) / 2)] as string,
+      targetId: id,
+    }))
+    await agent.ok('create_edges', { mapId: map.id, edges })
+  }
+  return map.id
+}
+
+/** Milliseconds from navigation to the first frame with the map in sync and its thoughts drawn. */
+async function mapLoadTime(page: Page, orgId: string, mapId: string, count: number) {
+  await page.goto(`/o/${orgId}/maps/${mapId}`, { waitUntil: 'commit' })
+  const handle = await page.waitForFunction(
+    (expect) => {
+      if (!document.querySelector('[data-sync-state="synced"]')) return false
+      if (!document.querySelector('[data-testid="map-canvas"]')) return false
+      const drawn = document.querySelectorAll('.react-flow__node').length
+      return drawn >= expect ? performance.now() : false
+    },
+    count,
+    { polling: 'raf', timeout: 60_000 },
+  )
+  return (await handle.jsonValue()) as number
+}
+
+/** Frame intervals while the empty canvas is dragged around (panned) with the mouse. */
+async function panFrames(page: Page): Promise<number[]> {
+  const pane = await page.locator('.react-flow__pane').boundingBox()
+  if (!pane) throw new Error('no canvas')
+  const stop = await recordFrames(page)
+  const start = { x: pane.x + 30, y: pane.y + pane.height - 30 }
   await page.mouse.move(start.x, start.y)
   await page.mouse.down()
   for (let i = 1; i <= 60; i++) {
     const k = i / 60
-    // Down the column and back while crossing, so the drop index changes on the way.
-    const wave = Math.sin(k * Math.PI * 2) * 200
-    await page.mouse.move(start.x + (end.x - start.x) * k, start.y + (end.y - start.y) * k + wave)
+    await page.mouse.move(start.x + Math.sin(k * Math.PI) * 300, start.y - k * 200)
   }
   await page.mouse.up()
-  const frames = await page.evaluate(() => {
-    const w = window as unknown as { __frames: number[]; __stop: boolean }
-    w.__stop = true
-    return w.__frames.slice(1)
-  })
-  return frames
+  return stop()
+}
+
+async function measureMap(browser: Browser, kind: StorageKind, count: number) {
+  const server = await spawnServer(kind, { RATE_LIMIT_PER_KEY: '1000000' })
+  try {
+    const owner = new Person(server.url)
+    await owner.signUp()
+    const mapId = await seedMap(new Agent(server.url, await owner.createKey()), count)
+    const loads: number[] = []
+    let frames: number[] = []
+    for (let i = 0; i < LOADS; i++) {
+      const page = await pageFor(browser, server.url, owner)
+      loads.push(await mapLoadTime(page, owner.orgId, mapId, count))
+      if (i < DRAGS) {
+        await page.waitForTimeout(300)
+        frames = frames.concat(await panFrames(page))
+      }
+      await page.context().close()
+    }
+    return { load: stats(loads), frames: stats(frames) }
+  } finally {
+    await server.close()
+  }
 }
 
 async function measure(browser: Browser, kind: StorageKind, cards: number) {
@@ -157,11 +255,13 @@ async function measure(browser: Browser, kind: StorageKind, cards: number) {
     const blocked: number[] = []
     const reloads: number[] = []
     const reloadBlocked: number[] = []
+    const heap: number[] = []
     for (let i = 0; i < LOADS; i++) {
       // A fresh context each time: nothing in IndexedDB, no cached files (a first visit).
       const page = await pageFor(browser, server.url, owner)
       loads.push(await loadTime(page, owner.orgId, cards))
       blocked.push(await longestTask(page))
+      heap.push(await heapMb(page))
       // Once IndexedDB has its copy (y-indexeddb stores as it goes), the return visit.
       await page.waitForTimeout(500)
       reloads.push(await loadTime(page, owner.orgId, cards))
@@ -183,6 +283,7 @@ async function measure(browser: Browser, kind: StorageKind, cards: number) {
       blocked: stats(blocked),
       reload: stats(reloads),
       reloadBlocked: stats(reloadBlocked),
+      heap: stats(heap),
       frames: frames.length > 0 ? stats(frames) : undefined,
     }
   } finally {
@@ -200,6 +301,7 @@ export async function run(log: (line: string) => void): Promise<void> {
       log(line(`[${kind}] baseline: empty board shown after page load`, empty.load))
       log(line(`[${kind}] baseline: empty board shown again from IndexedDB`, empty.reload))
       log(line(`[${kind}] baseline: longest main-thread task, empty board`, empty.blocked))
+      log(line(`[${kind}] baseline: JS heap (MB) with the empty board shown`, empty.heap))
       const base = small.frames as Stats
       log(line(`[${kind}] baseline: frame time dragging a card, 10-card board`, base))
       for (const size of SIZES) {
@@ -233,7 +335,26 @@ export async function run(log: (line: string) => void): Promise<void> {
             base,
           ),
         )
+        log(line(`[${kind}] JS heap (MB), ${size}-card board shown`, big.heap, empty.heap))
       }
+      // One at a time: measurements run together would slow each other down.
+      const maps = []
+      for (const count of MAP_SIZES) maps.push(await measureMap(browser, kind, count))
+      const [emptyMap, smallMap, bigMap] = maps
+      if (!emptyMap || !smallMap || !bigMap) throw new Error('map measurements missing')
+      log(line(`[${kind}] baseline: empty mind map drawn after page load`, emptyMap.load))
+      log(line(`[${kind}] baseline: frame time panning a 10-thought map`, smallMap.frames))
+      const most = MAP_SIZES[MAP_SIZES.length - 1]
+      log(
+        line(
+          `[${kind}] mind map of ${most} thoughts drawn after page load`,
+          bigMap.load,
+          emptyMap.load,
+        ),
+      )
+      log(
+        line(`[${kind}] frame time panning a ${most}-thought map`, bigMap.frames, smallMap.frames),
+      )
     }
   } finally {
     await browser.close()
