@@ -1,26 +1,18 @@
 import { type AnchorHTMLAttributes, type MouseEvent, useSyncExternalStore } from 'react'
+import { Emitter } from './store.ts'
 
 /** A small history router: the app has a handful of routes and needs no more than this. */
 
-const listeners = new Set<() => void>()
-const notify = () => {
-  for (const l of listeners) l()
-}
-window.addEventListener('popstate', notify)
-
-function subscribe(fn: () => void) {
-  listeners.add(fn)
-  return () => {
-    listeners.delete(fn)
-  }
-}
+const moved = new Emitter()
+window.addEventListener('popstate', () => moved.emit())
+const subscribe = moved.subscribe
 
 export function navigate(to: string, options: { replace?: boolean } = {}): void {
   const current = location.pathname + location.search
   if (to === current) return
   if (options.replace) history.replaceState(null, '', to)
   else history.pushState(null, '', to)
-  notify()
+  moved.emit()
 }
 
 /** Replaces query parameters on the current path (null removes one). */

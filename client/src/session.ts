@@ -1,6 +1,7 @@
 import { useSyncExternalStore } from 'react'
 import { appApi, type Me, meSchema, type Organization, type User } from './api/app-api.ts'
 import { ApiFailure, setSignedOutHandler } from './api/http.ts'
+import { Emitter } from './store.ts'
 
 export type SessionState =
   | { status: 'loading' }
@@ -34,19 +35,14 @@ function readCachedMe(): Me | undefined {
  */
 class SessionStore {
   state: SessionState = { status: 'loading' }
-  private readonly listeners = new Set<() => void>()
+  private readonly changed = new Emitter()
   private signOutCallbacks = new Set<(userId: string) => Promise<void> | void>()
 
-  subscribe = (fn: () => void) => {
-    this.listeners.add(fn)
-    return () => {
-      this.listeners.delete(fn)
-    }
-  }
+  subscribe = this.changed.subscribe
 
   private set(state: SessionState) {
     this.state = state
-    for (const l of this.listeners) l()
+    this.changed.emit()
   }
 
   private signedIn(me: Me, fromCache: boolean) {

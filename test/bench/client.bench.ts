@@ -301,7 +301,9 @@ export async function run(log: (line: string) => void): Promise<void> {
       log(line(`[${kind}] baseline: empty board shown after page load`, empty.load))
       log(line(`[${kind}] baseline: empty board shown again from IndexedDB`, empty.reload))
       log(line(`[${kind}] baseline: longest main-thread task, empty board`, empty.blocked))
-      log(line(`[${kind}] baseline: JS heap (MB) with the empty board shown`, empty.heap))
+      log(
+        line(`[${kind}] baseline: JS heap with the empty board shown`, empty.heap, undefined, 'MB'),
+      )
       const base = small.frames as Stats
       log(line(`[${kind}] baseline: frame time dragging a card, 10-card board`, base))
       for (const size of SIZES) {
@@ -335,7 +337,7 @@ export async function run(log: (line: string) => void): Promise<void> {
             base,
           ),
         )
-        log(line(`[${kind}] JS heap (MB), ${size}-card board shown`, big.heap, empty.heap))
+        log(line(`[${kind}] JS heap, ${size}-card board shown`, big.heap, empty.heap, 'MB'))
       }
       // One at a time: measurements run together would slow each other down.
       const maps = []

@@ -38,15 +38,15 @@ export async function time(
 const f = (x: number) => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2))
 
 /** One report line: median and p99, and the ratio of medians against a baseline of the same run. */
-export function line(label: string, s: Stats, baseline?: Stats): string {
+export function line(label: string, s: Stats, baseline?: Stats, unit = 'ms'): string {
   // A baseline of zero (e.g. no long task at all) has no meaningful ratio.
   const ratio =
     baseline && baseline.median > 0
       ? `  ×${(s.median / baseline.median).toFixed(1)} baseline`
       : baseline
-        ? `  (baseline ${f(baseline.median)} ms)`
+        ? `  (baseline ${f(baseline.median)} ${unit})`
         : ''
-  return `${label.padEnd(58)} p50 ${f(s.median).padStart(7)} ms   p99 ${f(s.p99).padStart(7)} ms   (n=${s.n})${ratio}`
+  return `${label.padEnd(58)} p50 ${f(s.median).padStart(7)} ${unit}   p99 ${f(s.p99).padStart(7)} ${unit}   (n=${s.n})${ratio}`
 }
 
 export function rate(label: string, count: number, ms: number): string {

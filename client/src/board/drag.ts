@@ -6,6 +6,8 @@
  * awareness only (DESIGN.md: every overwritten value costs bytes forever).
  */
 
+import { Emitter } from '../store.ts'
+
 export interface DragState {
   kind: 'card' | 'column'
   id: string
@@ -18,14 +20,8 @@ export interface DragState {
 
 export class DragStore {
   state: DragState | null = null
-  private readonly listeners = new Set<() => void>()
-
-  subscribe = (fn: () => void) => {
-    this.listeners.add(fn)
-    return () => {
-      this.listeners.delete(fn)
-    }
-  }
+  private readonly changed = new Emitter()
+  subscribe = this.changed.subscribe
 
   set(next: DragState | null) {
     const prev = this.state
@@ -42,7 +38,7 @@ export class DragStore {
       return
     }
     this.state = next
-    for (const l of this.listeners) l()
+    this.changed.emit()
   }
 }
 

@@ -10,6 +10,7 @@ import {
 } from '../../../shared/card-doc.ts'
 import { cardDocName } from '../../../shared/doc-names.ts'
 import type { LiveDoc } from '../live/live-doc.ts'
+import { Emitter } from '../store.ts'
 import { useWorkspace } from '../workspace.tsx'
 
 /**
@@ -22,7 +23,7 @@ export class CardStore {
   readonly taskId: string
   private commentList: readonly StoredComment[] | undefined
   private attachmentList: readonly StoredAttachment[] | undefined
-  private readonly listeners = new Set<() => void>()
+  private readonly changed = new Emitter()
   private readonly off: (() => void)[] = []
 
   constructor(live: LiveDoc, taskId: string) {
@@ -74,20 +75,15 @@ export class CardStore {
     return this.attachmentList
   }
 
-  subscribe = (fn: () => void): (() => void) => {
-    this.listeners.add(fn)
-    return () => {
-      this.listeners.delete(fn)
-    }
-  }
+  subscribe = (fn: () => void): (() => void) => this.changed.subscribe(fn)
 
   private emit() {
-    for (const l of this.listeners) l()
+    this.changed.emit()
   }
 
   destroy(): void {
     for (const f of this.off) f()
-    this.listeners.clear()
+    this.changed.clear()
   }
 }
 

@@ -2,6 +2,7 @@ import { HocuspocusProvider, type HocuspocusProviderWebsocket } from '@hocuspocu
 import { IndexeddbPersistence } from 'y-indexeddb'
 import * as Y from 'yjs'
 import { closeCase, parseNotice, type StatelessNotice } from '../../../shared/live-protocol.ts'
+import { Emitter } from '../store.ts'
 
 export interface DocStatus {
   /** The copy kept on this device has been read (the document can be shown offline). */
@@ -30,7 +31,7 @@ export class LiveDoc {
   readonly persistence: IndexeddbPersistence
   readonly whenLoaded: Promise<void>
   status: DocStatus = { loaded: false, synced: false, unsynced: 0, refused: undefined }
-  private readonly listeners = new Set<() => void>()
+  private readonly changed = new Emitter()
   private readonly noticeListeners = new Set<(notice: StatelessNotice) => void>()
 
   constructor(options: {
@@ -78,15 +79,10 @@ export class LiveDoc {
 
   private update(patch: Partial<DocStatus>) {
     this.status = { ...this.status, ...patch }
-    for (const l of this.listeners) l()
+    this.changed.emit()
   }
 
-  subscribe = (fn: () => void) => {
-    this.listeners.add(fn)
-    return () => {
-      this.listeners.delete(fn)
-    }
-  }
+  subscribe = (fn: () => void) => this.changed.subscribe(fn)
 
   /** The server's notices on this document: reverts, and on the board, map-list changes. */
   onNotice(fn: (notice: StatelessNotice) => void): () => void {
@@ -105,7 +101,7 @@ export class LiveDoc {
     this.provider.destroy()
     void this.persistence.destroy()
     this.doc.destroy()
-    this.listeners.clear()
+    this.changed.clear()
     this.noticeListeners.clear()
   }
 }

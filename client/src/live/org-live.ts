@@ -1,5 +1,6 @@
 import { HocuspocusProviderWebsocket } from '@hocuspocus/provider'
 import { appApi } from '../api/app-api.ts'
+import { Emitter } from '../store.ts'
 import { LiveDoc, localName } from './live-doc.ts'
 
 export type SyncState = 'offline' | 'connecting' | 'syncing' | 'synced'
@@ -42,7 +43,7 @@ export class OrgLive {
     string,
     { live: LiveDoc; refs: number; cleanup: (() => void)[]; refusalSeen: boolean }
   >()
-  private readonly listeners = new Set<() => void>()
+  private readonly changed = new Emitter()
   private readonly openHooks = new Set<(live: LiveDoc) => (() => void) | undefined>()
   private readonly refusedHooks = new Set<(live: LiveDoc) => void>()
   private token: { value: string; expiresAt: number } | undefined
@@ -180,15 +181,10 @@ export class OrgLive {
     }
     if (next === this.state) return
     this.state = next
-    for (const l of this.listeners) l()
+    this.changed.emit()
   }
 
-  subscribe = (fn: () => void) => {
-    this.listeners.add(fn)
-    return () => {
-      this.listeners.delete(fn)
-    }
-  }
+  subscribe = (fn: () => void) => this.changed.subscribe(fn)
 
   destroy(): void {
     window.removeEventListener('online', this.goOnline)
@@ -199,7 +195,7 @@ export class OrgLive {
     }
     this.docs.clear()
     this.socket.destroy()
-    this.listeners.clear()
+    this.changed.clear()
   }
 }
 

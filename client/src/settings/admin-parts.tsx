@@ -1,6 +1,7 @@
 import { type ReactNode, useCallback, useEffect, useState } from 'react'
 import { describeError } from '../api/http.ts'
 import { CopyButton } from '../ui/copy-button.tsx'
+import { toast } from '../ui/toast.tsx'
 
 /**
  * A list an admin screen shows (keys, webhooks): loaded once `enabled`, with the error of
@@ -47,4 +48,23 @@ export function ShownOnce(props: {
       </button>
     </div>
   )
+}
+
+/**
+ * A settings form's submission: `busy` while it runs (its button disabled meanwhile), and
+ * a failure told in an error toast, in words. The pattern every settings form shares.
+ */
+export function useSubmit(): [boolean, (work: () => Promise<void>) => Promise<void>] {
+  const [busy, setBusy] = useState(false)
+  const submit = useCallback(async (work: () => Promise<void>) => {
+    setBusy(true)
+    try {
+      await work()
+    } catch (err) {
+      toast('error', describeError(err))
+    } finally {
+      setBusy(false)
+    }
+  }, [])
+  return [busy, submit]
 }

@@ -6,7 +6,7 @@ import { Labeled } from '../ui/labeled.tsx'
 import { confirmDialog } from '../ui/modal.tsx'
 import { toast } from '../ui/toast.tsx'
 import { useWorkspace } from '../workspace.tsx'
-import { ShownOnce, useAdminList } from './admin-parts.tsx'
+import { ShownOnce, useAdminList, useSubmit } from './admin-parts.tsx'
 import { KeyUsage } from './key-usage.tsx'
 import { formatDate, NeedsAdmin } from './settings-page.tsx'
 
@@ -16,7 +16,7 @@ export function ApiKeys() {
   const fetchKeys = useCallback(async () => (await appApi.apiKeys(org.id)).apiKeys, [org.id])
   const { items: keys, error, reload: load } = useAdminList<ApiKey>(fetchKeys, canAdmin)
   const [created, setCreated] = useState<{ name: string; key: string }>()
-  const [busy, setBusy] = useState(false)
+  const [busy, submit] = useSubmit()
 
   if (!canAdmin) return <NeedsAdmin what="API keys" />
 
@@ -25,17 +25,12 @@ export function ApiKeys() {
     const form = e.currentTarget
     const name = String(new FormData(form).get('name')).trim()
     if (!name) return
-    setBusy(true)
-    try {
+    await submit(async () => {
       const res = await appApi.createApiKey(org.id, name)
       setCreated({ name: res.apiKey.name, key: res.key })
       form.reset()
       await load()
-    } catch (err) {
-      toast('error', describeError(err))
-    } finally {
-      setBusy(false)
-    }
+    })
   }
 
   const revoke = async (k: ApiKey) => {

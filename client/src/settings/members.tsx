@@ -9,6 +9,7 @@ import { Labeled } from '../ui/labeled.tsx'
 import { confirmDialog } from '../ui/modal.tsx'
 import { toast } from '../ui/toast.tsx'
 import { useWorkspace } from '../workspace.tsx'
+import { useSubmit } from './admin-parts.tsx'
 import { formatDate } from './settings-page.tsx'
 
 const ROLE_TEXT: Record<MemberRole, string> = {
@@ -20,14 +21,13 @@ const ROLE_TEXT: Record<MemberRole, string> = {
 export function Members() {
   const { org, user, members, canAdmin } = useWorkspace()
   const [invite, setInvite] = useState<{ link: string; email: string; role: string }>()
-  const [busy, setBusy] = useState(false)
+  const [busy, submit] = useSubmit()
 
   const sendInvite = async (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault()
     const form = e.currentTarget
     const data = new FormData(form)
-    setBusy(true)
-    try {
+    await submit(async () => {
       const res = await appApi.invite(
         org.id,
         String(data.get('email')),
@@ -40,11 +40,7 @@ export function Members() {
       })
       form.reset()
       await members.reload()
-    } catch (err) {
-      toast('error', describeError(err))
-    } finally {
-      setBusy(false)
-    }
+    })
   }
 
   const changeRole = async (m: Member, role: MemberRole) => {

@@ -1,12 +1,12 @@
 import { type FormEvent, useMemo, useState } from 'react'
 import { LIMITS } from '../../../shared/constants.ts'
 import { appApi } from '../api/app-api.ts'
-import { describeError } from '../api/http.ts'
 import { useBoard, useProjects } from '../board/use-board.ts'
 import { Link } from '../router.tsx'
 import { Labeled } from '../ui/labeled.tsx'
 import { toast } from '../ui/toast.tsx'
 import { useWorkspace } from '../workspace.tsx'
+import { useSubmit } from './admin-parts.tsx'
 
 const SWATCHES = [
   '#3b82f6',
@@ -25,7 +25,7 @@ export function Projects() {
   const projects = useProjects(store)
   const layout = useBoard(store, 'layout', (s) => s.layout())
   const [color, setColor] = useState<string>(SWATCHES[0] as string)
-  const [busy, setBusy] = useState(false)
+  const [busy, submit] = useSubmit()
   const counts = useMemo(() => {
     void layout
     const out = new Map<string, number>()
@@ -40,16 +40,11 @@ export function Projects() {
     const form = e.currentTarget
     const name = String(new FormData(form).get('name')).trim()
     if (!name) return
-    setBusy(true)
-    try {
+    await submit(async () => {
       await appApi.createProject(org.id, name, color)
       toast('success', `Project “${name}” created`)
       form.reset()
-    } catch (err) {
-      toast('error', describeError(err))
-    } finally {
-      setBusy(false)
-    }
+    })
   }
 
   return (

@@ -6,7 +6,7 @@ import { Labeled } from '../ui/labeled.tsx'
 import { confirmDialog } from '../ui/modal.tsx'
 import { toast } from '../ui/toast.tsx'
 import { useWorkspace } from '../workspace.tsx'
-import { ShownOnce, useAdminList } from './admin-parts.tsx'
+import { ShownOnce, useAdminList, useSubmit } from './admin-parts.tsx'
 import { formatDate, NeedsAdmin } from './settings-page.tsx'
 
 const EVENTS = [
@@ -28,7 +28,7 @@ export function Webhooks() {
   const fetchHooks = useCallback(async () => (await appApi.webhooks(org.id)).webhooks, [org.id])
   const { items: hooks, error, reload: load } = useAdminList<Webhook>(fetchHooks, canAdmin)
   const [secret, setSecret] = useState<{ url: string; secret: string }>()
-  const [busy, setBusy] = useState(false)
+  const [busy, submit] = useSubmit()
 
   useEffect(() => {
     if (!canAdmin) return
@@ -48,17 +48,12 @@ export function Webhooks() {
       toast('error', 'Choose at least one event')
       return
     }
-    setBusy(true)
-    try {
+    await submit(async () => {
       const res = await appApi.createWebhook(org.id, String(data.get('url')).trim(), events)
       setSecret({ url: res.webhook.url, secret: res.secret })
       form.reset()
       await load()
-    } catch (err) {
-      toast('error', describeError(err))
-    } finally {
-      setBusy(false)
-    }
+    })
   }
 
   const enable = async (h: Webhook) => {

@@ -1,4 +1,5 @@
-import { type ReactNode, useEffect, useId, useRef, useSyncExternalStore } from 'react'
+import { type ReactNode, useEffect, useId, useRef } from 'react'
+import { Store, useStore } from '../store.ts'
 import { CloseIcon } from './icons.tsx'
 
 /**
@@ -56,33 +57,19 @@ interface ConfirmRequest {
   resolve: (ok: boolean) => void
 }
 
-let pending: ConfirmRequest | undefined
-const listeners = new Set<() => void>()
-const emit = () => {
-  for (const l of listeners) l()
-}
+const pending = new Store<ConfirmRequest | undefined>(undefined)
 
 /** Asks a yes/no question in a modal; resolves true only on the confirming button. */
 export function confirmDialog(options: Omit<ConfirmRequest, 'resolve'>): Promise<boolean> {
-  pending?.resolve(false)
-  return new Promise((resolve) => {
-    pending = { ...options, resolve }
-    emit()
-  })
+  pending.get()?.resolve(false)
+  return new Promise((resolve) => pending.set({ ...options, resolve }))
 }
 
 export function ConfirmHost() {
-  const req = useSyncExternalStore(
-    (fn) => {
-      listeners.add(fn)
-      return () => listeners.delete(fn)
-    },
-    () => pending,
-  )
+  const req = useStore(pending)
   const finish = (ok: boolean) => {
     req?.resolve(ok)
-    pending = undefined
-    emit()
+    pending.set(undefined)
   }
   return (
     <Modal open={req !== undefined} onClose={() => finish(false)} title={req?.title ?? ''}>
@@ -112,34 +99,20 @@ interface PromptRequest {
   resolve: (value: string | null) => void
 }
 
-let asking: PromptRequest | undefined
-const promptListeners = new Set<() => void>()
-const emitPrompt = () => {
-  for (const l of promptListeners) l()
-}
+const asking = new Store<PromptRequest | undefined>(undefined)
 
 /** Asks for one line of text in a modal; resolves null when cancelled or left empty. */
 export function promptDialog(options: Omit<PromptRequest, 'resolve'>): Promise<string | null> {
-  asking?.resolve(null)
-  return new Promise((resolve) => {
-    asking = { ...options, resolve }
-    emitPrompt()
-  })
+  asking.get()?.resolve(null)
+  return new Promise((resolve) => asking.set({ ...options, resolve }))
 }
 
 export function PromptHost() {
-  const req = useSyncExternalStore(
-    (fn) => {
-      promptListeners.add(fn)
-      return () => promptListeners.delete(fn)
-    },
-    () => asking,
-  )
+  const req = useStore(asking)
   const id = useId()
   const finish = (value: string | null) => {
     req?.resolve(value?.trim() ? value.trim() : null)
-    asking = undefined
-    emitPrompt()
+    asking.set(undefined)
   }
   return (
     <Modal open={req !== undefined} onClose={() => finish(null)} title={req?.title ?? ''}>

@@ -1,5 +1,6 @@
-import { useState, useSyncExternalStore } from 'react'
+import { useState } from 'react'
 import { describeError } from '../api/http.ts'
+import { Store, useStore } from '../store.ts'
 import { CopyButton } from './copy-button.tsx'
 import { CloseIcon } from './icons.tsx'
 
@@ -18,33 +19,21 @@ export interface Notice {
   actions?: { label: string; run: () => Promise<void> }[]
 }
 
-let notices: readonly Notice[] = []
+const notices = new Store<readonly Notice[]>([])
 let next = 1
-const listeners = new Set<() => void>()
-const emit = () => {
-  for (const l of listeners) l()
-}
 
 export function notify(notice: Omit<Notice, 'id'>): number {
   const id = next++
-  notices = [...notices, { id, ...notice }]
-  emit()
+  notices.set((list) => [...list, { id, ...notice }])
   return id
 }
 
 export function dismissNotice(id: number): void {
-  notices = notices.filter((n) => n.id !== id)
-  emit()
+  notices.set((list) => list.filter((n) => n.id !== id))
 }
 
 export function Notices() {
-  const list = useSyncExternalStore(
-    (fn) => {
-      listeners.add(fn)
-      return () => listeners.delete(fn)
-    },
-    () => notices,
-  )
+  const list = useStore(notices)
   if (list.length === 0) return null
   return (
     <section className="notices" aria-label="Needs your attention">

@@ -1,5 +1,6 @@
-import { useEffect, useRef, useSyncExternalStore } from 'react'
+import { useEffect, useRef } from 'react'
 import { useLocation } from '../router.tsx'
+import { Store, useStore } from '../store.ts'
 import { CloseIcon } from './icons.tsx'
 
 export interface Toast {
@@ -12,26 +13,20 @@ export interface Toast {
   action?: { label: string; run: () => void }
 }
 
-let toasts: readonly Toast[] = []
+const toasts = new Store<readonly Toast[]>([])
 let next = 1
-const listeners = new Set<() => void>()
-const emit = () => {
-  for (const l of listeners) l()
-}
 
 export function dismiss(id: number): void {
-  toasts = toasts.filter((t) => t.id !== id)
-  emit()
+  toasts.set((list) => list.filter((t) => t.id !== id))
 }
 
 /** Shows a message in words; errors and reverts stay longer than confirmations. */
 export function toast(kind: Toast['kind'], message: string, action?: Toast['action']): number {
   const id = next++
-  toasts = [
-    ...toasts.slice(-4),
+  toasts.set((list) => [
+    ...list.slice(-4),
     { id, at: performance.now(), kind, message, ...(action ? { action } : {}) },
-  ]
-  emit()
+  ])
   setTimeout(() => dismiss(id), kind === 'error' || kind === 'revert' ? 9000 : 4000)
   return id
 }
@@ -45,10 +40,10 @@ const CARRIED_OVER_MS = 1_000
 
 function dismissShownBefore(ms: number): void {
   const now = performance.now()
-  const kept = toasts.filter((t) => now - t.at < ms)
-  if (kept.length === toasts.length) return
-  toasts = kept
-  emit()
+  toasts.set((list) => {
+    const kept = list.filter((t) => now - t.at < ms)
+    return kept.length === list.length ? list : kept
+  })
 }
 
 export function Toasts() {
@@ -59,13 +54,7 @@ export function Toasts() {
     shownOn.current = pathname
     dismissShownBefore(CARRIED_OVER_MS)
   }, [pathname])
-  const list = useSyncExternalStore(
-    (fn) => {
-      listeners.add(fn)
-      return () => listeners.delete(fn)
-    },
-    () => toasts,
-  )
+  const list = useStore(toasts)
   return (
     <section className="toasts" aria-label="Notifications">
       <div role="status" aria-live="polite" className="toast-stack">
