@@ -1,31 +1,25 @@
 import { useEffect, useId, useRef, useState } from 'react'
-import { LIMITS, PRIORITIES, type Priority, TASK_TYPES } from '../../../shared/constants.ts'
+import { LIMITS } from '../../../shared/constants.ts'
 import { effectivePriority } from '../../../shared/priority.ts'
 import type { ClaimRecord } from '../../../shared/records.ts'
 import { appApi } from '../api/app-api.ts'
 import { describeError } from '../api/http.ts'
-import {
-  archiveTask,
-  descriptionText,
-  moveTask,
-  positionBetween,
-  updateTask,
-} from '../board/board-actions.ts'
-import { ClaimLabel, PRIORITY_LABELS, TYPE_LABELS } from '../board/card.tsx'
+import { archiveTask, descriptionText, updateTask } from '../board/board-actions.ts'
 import { type PresenceStore, usePresence } from '../board/presence.ts'
 import { useCard, useColumns, useProjects, useTags } from '../board/use-board.ts'
 import { useDocStatus } from '../live/use-live.ts'
 import { useYTextarea } from '../live/use-ytext.ts'
 import { Avatar } from '../ui/avatar.tsx'
-import { ArchiveIcon, CloseIcon, LinkIcon, LockIcon, MoreIcon, TrashIcon } from '../ui/icons.tsx'
+import { ArchiveIcon, CloseIcon, LinkIcon, MoreIcon, TrashIcon } from '../ui/icons.tsx'
 import { Menu } from '../ui/menu.tsx'
 import { confirmDialog } from '../ui/modal.tsx'
 import { toast } from '../ui/toast.tsx'
-import { memberName, useWorkspace } from '../workspace.tsx'
+import { useWorkspace } from '../workspace.tsx'
 import { Screenshots } from './attachments.tsx'
+import { authorOf, CardFields } from './card-fields.tsx'
 import { type CardStore, useCardStore } from './card-store.ts'
-import { Comments, ROBOT_EMAIL, relativeTime } from './comments.tsx'
-import { TagsInput } from './tags-input.tsx'
+import { ClaimDetails } from './claim-details.tsx'
+import { Comments, relativeTime } from './comments.tsx'
 
 /** The card, opened beside the board: every field, live, with the claim and the thread. */
 export default function CardPanel({
@@ -118,9 +112,9 @@ function PanelBody({
   const ws = useWorkspace()
   const { store, org, canAdmin, members, unapplied } = ws
   const card = useCard(store, taskId)
-  const columns = useColumns(store)
-  const projects = useProjects(store)
-  const allTags = useTags(store)
+  const _columns = useColumns(store)
+  const _projects = useProjects(store)
+  const _allTags = useTags(store)
   const viewers = usePresence(presence, `card:${taskId}`, (p) => p.onCard(taskId))
   const titleId = useId()
   const description = useRef<HTMLTextAreaElement>(null)
@@ -136,7 +130,7 @@ function PanelBody({
   const column = store.column(card.columnId)
   const onFire = column?.onFire === true
   const locked = card.claim?.isLive === true
-  const effective = effectivePriority(card.priority, onFire)
+  const _effective = effectivePriority(card.priority, onFire)
 
   const saveTitle = () => {
     setEditingTitle(false)
@@ -178,12 +172,6 @@ function PanelBody({
     })
     if (!ok) return
     await run(() => appApi.forceRelease(org.id, taskId), 'Claim released')
-  }
-
-  const moveTo = (columnId: string) => {
-    const ids = store.cardsOf(columnId).ids.filter((id) => id !== taskId)
-    const last = ids.length > 0 ? store.card(ids[ids.length - 1] as string) : undefined
-    moveTask(store.doc, taskId, columnId, positionBetween(last?.position, undefined))
   }
 
   const others = (viewers ?? []).filter((v) => v.user.id !== ws.user.id)
@@ -287,100 +275,13 @@ function PanelBody({
         }}
       />
 
-      <dl className="props">
-        <dt>Column</dt>
-        <dd>
-          <select
-            aria-label="Column"
-            value={card.columnId}
-            disabled={locked}
-            onChange={(e) => moveTo(e.target.value)}
-          >
-            {columns.map((c) => (
-              <option key={c.id} value={c.id}>
-                {c.title}
-              </option>
-            ))}
-          </select>
-        </dd>
-        <dt>Type</dt>
-        <dd>
-          <OptionalSelect
-            label="Type"
-            value={card.type}
-            none="No type"
-            options={TASK_TYPES}
-            labels={TYPE_LABELS}
-            disabled={locked}
-            onChange={(type) => updateTask(store.doc, taskId, { type })}
-          />
-        </dd>
-        <dt>Priority</dt>
-        <dd>
-          <OptionalSelect
-            label="Priority"
-            value={card.priority}
-            none="Untriaged"
-            options={PRIORITIES}
-            labels={PRIORITY_LABELS}
-            disabled={locked}
-            onChange={(priority) => updateTask(store.doc, taskId, { priority })}
-          />
-          {onFire && effective !== card.priority && (
-            <span className="field-hint">
-              Counts as {PRIORITY_LABELS[effective as Priority].toLowerCase()} while “
-              {column?.title}” is on fire.
-            </span>
-          )}
-        </dd>
-        <dt>Project</dt>
-        <dd className="prop-row">
-          <select
-            aria-label="Project"
-            value={card.projectId ?? ''}
-            disabled={locked}
-            onChange={(e) => {
-              if (e.target.value) updateTask(store.doc, taskId, { projectId: e.target.value })
-            }}
-          >
-            {!card.projectId && <option value="">No project</option>}
-            {projects.map((p) => (
-              <option key={p.id} value={p.id}>
-                {p.name}
-              </option>
-            ))}
-          </select>
-          {card.projectId && (
-            <button
-              type="button"
-              className="btn btn-ghost btn-small"
-              onClick={() =>
-                void run(() => appApi.removeTaskProject(org.id, taskId), 'Project removed')
-              }
-            >
-              Remove project
-            </button>
-          )}
-        </dd>
-        <dt>Assignees</dt>
-        <dd>
-          <Assignees
-            selected={card.assigneeIds}
-            disabled={locked}
-            onChange={(ids) => updateTask(store.doc, taskId, { assigneeIds: ids })}
-            names={(id) => memberName(members.members, id)}
-          />
-        </dd>
-        <dt>Tags</dt>
-        <dd>
-          <TagsInput
-            tags={card.tags}
-            suggestions={allTags}
-            disabled={locked}
-            onChange={(tags) => updateTask(store.doc, taskId, { tags })}
-          />
-        </dd>
-      </dl>
+      <CardFields
+        card={card}
+        locked={locked}
+        onFire={onFire}
+        columnTitle={column?.title}
+        run={run}
+      />
 
       <section className="panel-section">
         <h3>
@@ -410,166 +311,6 @@ function PanelBody({
         {card.createdByEmail && ` by ${authorOf(card.createdByEmail, members.members)}`} · updated{' '}
         {relativeTime(card.updatedAt)}
       </footer>
-    </div>
-  )
-}
-
-/** Who created a card, for the eye: a member by name, an API key's robot as an agent. */
-/** A select of one of `options`, or none of them (null). */
-function OptionalSelect<T extends string>(props: {
-  label: string
-  value: T | null
-  none: string
-  options: readonly T[]
-  labels: Record<T, string>
-  disabled: boolean
-  onChange: (value: T | null) => void
-}) {
-  return (
-    <select
-      aria-label={props.label}
-      value={props.value ?? ''}
-      disabled={props.disabled}
-      onChange={(e) => props.onChange((e.target.value || null) as T | null)}
-    >
-      <option value="">{props.none}</option>
-      {props.options.map((o) => (
-        <option key={o} value={o}>
-          {props.labels[o]}
-        </option>
-      ))}
-    </select>
-  )
-}
-
-function authorOf(email: string, members: readonly { email: string; name: string }[]): string {
-  if (ROBOT_EMAIL.test(email)) return 'an agent (API key)'
-  return members.find((m) => m.email === email)?.name ?? email
-}
-
-function ClaimDetails({
-  claim,
-  canRelease,
-  onRelease,
-}: {
-  claim: ClaimRecord
-  canRelease: boolean
-  onRelease: () => void
-}) {
-  const when = (iso: string) => new Date(iso).toLocaleString()
-  const released = claim.status === 'released'
-  const endLabel = claim.isLive ? 'Lease ends' : released ? 'Released at' : 'Lapsed at'
-  const endedAt = released ? (claim.releasedAt ?? claim.updatedAt) : claim.expiresAt
-  return (
-    <section
-      className={`claim-box ${claim.isLive ? 'claim-box-live' : 'claim-box-lapsed'}`}
-      aria-label="Claim"
-      data-testid="claim-details"
-    >
-      <div className="claim-box-head">
-        {claim.isLive ? <LockIcon size={14} /> : null}
-        <ClaimLabel claim={claim} />
-        <span className="muted small">
-          {claim.isLive
-            ? 'is working on this card'
-            : released
-              ? 'released the card; it is free'
-              : 'claim lapsed; the card is free'}
-        </span>
-      </div>
-      {claim.note && <p className="claim-note">“{claim.note}”</p>}
-      <dl className="claim-facts">
-        <dt>Started</dt>
-        <dd>{when(claim.startedAt)}</dd>
-        <dt>Last heartbeat</dt>
-        <dd>{when(claim.updatedAt)}</dd>
-        <dt>{endLabel}</dt>
-        <dd>{when(endedAt)}</dd>
-      </dl>
-      {claim.isLive && (
-        <p className="small">
-          While the claim is live nobody else can change the card; comments still work.
-          {canRelease ? '' : ' An owner or admin can force release it.'}
-        </p>
-      )}
-      {canRelease && claim.isLive && (
-        <button type="button" className="btn btn-danger btn-small" onClick={onRelease}>
-          Force release
-        </button>
-      )}
-    </section>
-  )
-}
-
-function Assignees({
-  selected,
-  disabled,
-  onChange,
-  names,
-}: {
-  selected: readonly string[]
-  disabled: boolean
-  onChange: (ids: string[]) => void
-  names: (id: string) => string
-}) {
-  const { members } = useWorkspace().members
-  const [open, setOpen] = useState(false)
-  const wrap = useRef<HTMLDivElement>(null)
-  useEffect(() => {
-    if (!open) return
-    const outside = (e: PointerEvent) => {
-      if (!wrap.current?.contains(e.target as Node)) setOpen(false)
-    }
-    document.addEventListener('pointerdown', outside)
-    return () => document.removeEventListener('pointerdown', outside)
-  }, [open])
-  const toggle = (id: string) =>
-    onChange(selected.includes(id) ? selected.filter((x) => x !== id) : [...selected, id])
-  return (
-    <div className="assignee-picker" ref={wrap}>
-      <button
-        type="button"
-        className="assignee-button"
-        disabled={disabled}
-        aria-expanded={open}
-        onClick={() => setOpen((o) => !o)}
-      >
-        {selected.length === 0 ? (
-          <span className="muted">Nobody</span>
-        ) : (
-          selected.map((id) => (
-            <span key={id} className="assignee-chip">
-              <Avatar id={id} name={names(id)} size={18} />
-              {names(id)}
-            </span>
-          ))
-        )}
-      </button>
-      {open && (
-        <fieldset
-          className="popover"
-          onKeyDown={(e) => {
-            if (e.key === 'Escape') {
-              e.preventDefault()
-              setOpen(false)
-            }
-          }}
-        >
-          <legend className="sr-only">Assign people</legend>
-          {members.map((m) => (
-            <label key={m.id} className="check">
-              <input
-                type="checkbox"
-                checked={selected.includes(m.id)}
-                onChange={() => toggle(m.id)}
-              />
-              <Avatar id={m.id} name={m.name} size={18} />
-              <span>{m.name}</span>
-            </label>
-          ))}
-          {members.length === 0 && <p className="muted small">Members load when you are online.</p>}
-        </fieldset>
-      )}
     </div>
   )
 }
