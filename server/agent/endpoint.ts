@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { type ActionName, actions, isActionName } from '../../shared/actions.ts'
+import { type ActionName, actionNames, actions, isActionName } from '../../shared/actions.ts'
 import type { AgentIdentity } from '../../shared/labels.ts'
 import { ApiError } from '../api-error.ts'
 import { type ApiKeyRow, INVALID_KEY_HINT, keyCredentials } from '../auth/api-keys.ts'
@@ -8,6 +8,7 @@ import { chargeRequest, policyHeader } from '../rate-limit/limiter.ts'
 import { admit } from './admission.ts'
 import { actionContext, type Services } from './context.ts'
 import { handlers } from './handlers.ts'
+import { didYouMean } from './suggest.ts'
 import { parseParams } from './validation.ts'
 
 /** The Bearer key of a request, or 401 (with the hint about the redirecting bare domain). */
@@ -48,10 +49,15 @@ export function parseEnvelope(body: unknown): Envelope {
   }
   const { action, params } = body
   if (typeof action !== 'string') throw new ApiError(400, 'action is required and must be a string')
-  if (!isActionName(action)) throw new ApiError(400, `Unknown action "${action}"`)
+  if (!isActionName(action)) throw new ApiError(400, unknownActionMessage(action))
   if (params !== undefined && !isPlainObject(params))
     throw new ApiError(400, 'params must be a JSON object')
   return { action, params: params ?? {} }
+}
+
+/** What an unknown action is told: the nearest actions, and where the full list is. */
+export function unknownActionMessage(action: string): string {
+  return `Unknown action "${action}"${didYouMean(action, actionNames)}; the ${actionNames.length} actions are listed in docs/agent-api.md and by the MCP tools/list`
 }
 
 export interface RunOptions {

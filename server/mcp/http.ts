@@ -24,6 +24,9 @@ export function failureOfApiError(caught: unknown, log: Logger, retryAfter?: num
   return failure
 }
 
+const MCP_KEY_HINT =
+  'This MCP server expects an organisation API key as the bearer token ("Authorization: Bearer cb_..."), made by an owner or admin in Settings → API keys; it does not offer OAuth sign-in.'
+
 /**
  * `POST /mcp`: the Model Context Protocol over Streamable HTTP, stateless. Every HTTP
  * request is authenticated with its own `Authorization: Bearer <API key>` (so a revoked key
@@ -53,6 +56,8 @@ export function mcpEndpoint(services: Services, log: Logger) {
       } catch (error) {
         if (error instanceof ApiError && error.status === 401) {
           res.setHeader('www-authenticate', 'Bearer realm="corkboard"')
+          // MCP clients try OAuth sign-in on a 401; say plainly what this server takes.
+          throw new ApiError(401, `${error.message} ${MCP_KEY_HINT}`)
         }
         throw error
       }

@@ -9,6 +9,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js'
 import { z } from 'zod'
 import { type ActionName, actionNames, actions, isActionName } from '../../shared/actions.ts'
+import { didYouMean } from '../agent/suggest.ts'
 import { serverInstructions, toolDescription, toolTitle } from './guidance.ts'
 
 /**
@@ -207,7 +208,7 @@ export function createToolServer(hooks: ToolHooks): Server {
       }
       throw new McpError(
         ErrorCode.InvalidParams,
-        `Unknown tool "${name}": call tools/list for the ${tools.length} tools`,
+        `Unknown tool "${name}"${didYouMean(name, actionNames)}: call tools/list for the ${tools.length} tools`,
       )
     }
     try {

@@ -81,17 +81,6 @@ export const imageBase64 = z
     }
   })
 
-/**
- * The `url` parameter does not exist: naming it here (as never-valid) turns the generic
- * unknown-parameter message into one that says how images are sent.
- */
-export const noUrl = z
-  .never({
-    error:
-      'url is not a parameter: images are sent as bytes in imageBase64 (plain base64), never as URLs',
-  })
-  .optional()
-
 /** A label for a screenshot, 1–100 characters; the server reduces it to safe characters. */
 export const filename = text('filename', LIMITS.filename.min, LIMITS.filename.max)
 
@@ -104,5 +93,4 @@ export const attach_screenshot = writeParams({
   taskId: id('taskId'),
   imageBase64,
   filename: filename.optional(),
-  url: noUrl,
 })

@@ -2,7 +2,7 @@ import { z } from 'zod'
 import { LIMITS } from '../constants.ts'
 import { HEX_COLOR } from '../map-doc.ts'
 import { finite, id, params, text, writeParams } from './common.ts'
-import { imageBase64, noUrl } from './images.ts'
+import { imageBase64 } from './images.ts'
 
 /** Mind maps, nodes and edges (specification: Maps, Nodes, Edges). */
 
@@ -89,7 +89,7 @@ export const update_node = writeParams({
  * set_node_image: validates the image from its bytes, publishes it at a permanent public
  * URL and sets the node's imageUrl. Each call publishes a new file.
  */
-export const set_node_image = writeParams({ nodeId: id('nodeId'), imageBase64, url: noUrl })
+export const set_node_image = writeParams({ nodeId: id('nodeId'), imageBase64 })
 
 /** clear_node_image: removes imageUrl from the node; the node stays and the file stays published. */
 export const clear_node_image = writeParams({ nodeId: id('nodeId') })

@@ -106,6 +106,35 @@ describe.each(STORAGES)('agent endpoint envelope (%s)', (kind) => {
     expect(res.body.error).toContain('delete_task')
   })
 
+  test.each([
+    ['create_card', 'create_task'],
+    ['get_cards', 'get_board'],
+    ['delete_card', 'archive_task'],
+    ['add_labels', 'set_task_tags'],
+    ['create_mindmap', 'create_map'],
+  ])('an unknown action (%s) points to the nearest ones (%s)', async (wrong, right) => {
+    const res = await agent.call(wrong)
+    expect(res.status).toBe(400)
+    expect(res.body.error).toMatch(
+      new RegExp(`Unknown action "${wrong}" \\(did you mean [^)]*\\b${right}\\b`),
+    )
+  })
+
+  test('an unknown action nothing resembles says where the actions are listed', async () => {
+    const res = await agent.call('frobnicate_everything')
+    expect(res.status).toBe(400)
+    expect(res.body.error).not.toContain('did you mean')
+    expect(res.body.error).toMatch(/actions are listed in docs\/agent-api\.md/)
+  })
+
+  test('an unknown parameter is named, with the nearest one and everything the action takes', async () => {
+    const res = await agent.call('create_task', { columnId: 'x', name: 'Sorted' })
+    expect(res.status).toBe(400)
+    expect(res.body.error).toMatch(
+      /^Unknown parameter "name" for create_task \(did you mean "title"\?\); it takes columnId, title, description, .*agentName, house, generation, isSubChild$/,
+    )
+  })
+
   test('a body field other than action and params is a 400 naming it', async () => {
     const res = await post('{"action":"whoami","params":{},"extra":1}')
     expect(res.status).toBe(400)

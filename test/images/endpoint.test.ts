@@ -107,12 +107,13 @@ describe.each(STORAGES)('images (%s)', (kind) => {
       [
         'a url parameter',
         (b) => ({ imageBase64: b, url: 'https://example.com/a.png' }),
-        /url is not a parameter: images are sent as bytes in imageBase64/,
+        /url is not a parameter of (set_node_image|attach_screenshot): images are sent as bytes in imageBase64/,
       ],
       [
+        // The unknown parameter is what is wrong, not the missing bytes: it is named first.
         'only a url parameter',
         () => ({ url: 'https://example.com/a.png' }),
-        /url is not a parameter|imageBase64 is required/,
+        /^url is not a parameter of (set_node_image|attach_screenshot): images are sent as bytes in imageBase64/,
       ],
       ['no image', () => ({}), /imageBase64 is required/],
       ['an empty string', () => ({ imageBase64: '' }), /imageBase64 is empty/],

@@ -211,10 +211,21 @@ describe.each(STORAGES)('MCP tools (%s)', (kind) => {
       expect(attachment).toMatchObject({ mimeType: 'image/png', size: LIMITS.imageBytes })
     })
 
-    test('an unknown tool is a protocol error, not a tool result', async () => {
+    test('an unknown tool is a protocol error, not a tool result, naming the nearest tools', async () => {
       await expect(w.mcp.callTool({ name: 'force_release_task', arguments: {} })).rejects.toThrow(
         /Unknown tool "force_release_task"/,
       )
+      await expect(w.mcp.callTool({ name: 'create_card', arguments: {} })).rejects.toThrow(
+        /Unknown tool "create_card" \(did you mean [^)]*create_task/,
+      )
+    })
+
+    test('no tool advertises a url parameter: images travel as imageBase64 only', async () => {
+      const { tools } = await w.mcp.listTools()
+      const withUrl = tools.filter((t) => 'url' in (t.inputSchema.properties ?? {}))
+      expect(withUrl.map((t) => t.name)).toEqual([])
+      const imageTools = tools.filter((t) => 'imageBase64' in (t.inputSchema.properties ?? {}))
+      expect(imageTools.map((t) => t.name).sort()).toEqual(['attach_screenshot', 'set_node_image'])
     })
 
     test('tools share the endpoint’s rate budgets: calls through either count against one', async () => {
@@ -248,7 +259,7 @@ describe.each(STORAGES)('MCP tools (%s)', (kind) => {
   })
 
   describe('Streamable HTTP at /mcp', () => {
-    test('a request without a key is a 401 with the endpoint’s message', async () => {
+    test('a request without a key is a 401 with the endpoint’s message, saying an organisation API key is expected', async () => {
       const res = await fetch(`${server.url}/mcp`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', accept: 'application/json' },
@@ -258,9 +269,10 @@ describe.each(STORAGES)('MCP tools (%s)', (kind) => {
       expect(res.headers.get('www-authenticate')).toMatch(/^Bearer/)
       const { error } = await res.json()
       expect(error).toMatch(/Missing Authorization header/)
+      expect(error).toMatch(/expects an organisation API key as the bearer token/)
       const endpoint = await fetch(`${server.url}/api/agent`, { method: 'POST' })
       expect(endpoint.status).toBe(401)
-      expect((await endpoint.json()).error).toBe(error)
+      expect(error.startsWith((await endpoint.json()).error)).toBe(true)
     })
 
     test('a revoked key stops working at once, also for a connected client', async () => {
