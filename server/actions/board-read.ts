@@ -5,9 +5,10 @@ import { LIMITS } from '../../shared/constants.ts'
 import type { Attachment, Comment, Task } from '../../shared/records.ts'
 import type { ActionContext } from '../agent/context.ts'
 import { badRequest, notFound } from '../api-error.ts'
-import { summaryOf } from '../board/board-view.ts'
+import { activity } from '../board/activity.ts'
+import { boardAnswer } from '../board/board-answers.ts'
+import { type BoardView, summaryOf } from '../board/board-view.ts'
 import {
-  activity,
   attachmentsOfTask,
   cardClaim,
   commentsOfTask,
@@ -16,6 +17,7 @@ import {
   newestComments,
 } from '../board/history.ts'
 import { attachmentLinker, screenshotImages } from '../files/attachments.ts'
+import { prepareJson, prepareObject } from '../http/prepared-json.ts'
 
 /** whoami: the organisation, the key and how much is on the board. */
 export async function whoami(ctx: ActionContext): Promise<ActionResults['whoami']> {
@@ -64,51 +66,33 @@ export async function get_board(
     include.has('attachments') ? attachmentLinker(ctx.db, ctx.config, orgId) : undefined,
   ])
   history.catch(() => {})
-  const board = await ctx.readBoard((view) => {
-    let scope = view.storedTasks()
-    let columns = view.sortedColumns()
-    const { projectId } = input
-    if (projectId !== undefined) {
-      // A project of another organisation is a wrong value (400), like a missing one.
-      if (!view.projects.has(projectId))
-        throw badRequest(`projectId ${projectId} is not a project of this organisation`)
-      scope = scope.filter((t) => t.projectId === projectId)
-      const used = new Set(scope.map((t) => t.columnId))
-      columns = columns.filter(
-        (c) => c.projectId === projectId || c.projectId === null || used.has(c.id),
-      )
-    }
-    const tags = tagsInUse(scope)
-
-    let tasks = scope
-    if (input.columnId !== undefined) {
-      const columnId = input.columnId
-      if (!columns.some((c) => c.id === columnId)) {
-        throw badRequest(`columnId ${columnId} is not a column on the board asked about`)
-      }
-      tasks = tasks.filter((t) => t.columnId === columnId)
-    }
-    if (input.tag !== undefined) {
-      const tag = input.tag.trim().toLowerCase()
-      tasks = tasks.filter((t) => t.tags.some((x) => x.toLowerCase() === tag))
-    }
-    if (input.priority !== undefined) {
-      const wanted = input.priority
-      tasks = tasks.filter((t) => (view.effectivePriority(t) ?? 'none') === wanted)
-    }
-    if (input.lastCommentBy !== undefined) {
-      const who = input.lastCommentBy
-      tasks = tasks.filter((t) => t.stats.lastCommentBy === who)
-    }
-    const columnOrder = new Map(view.sortedColumns().map((c, i) => [c.id, i]))
-    tasks.sort(
-      (a, b) =>
-        (columnOrder.get(a.columnId) ?? 1e9) - (columnOrder.get(b.columnId) ?? 1e9) ||
-        a.position - b.position ||
-        a.id.localeCompare(b.id),
+  if (include.size === 0) {
+    // Without `include` the answer follows the board document alone (and the clock, for
+    // leases): kept, serialized, until either moves (board/board-answers.ts).
+    const key = JSON.stringify([
+      input.projectId,
+      input.columnId,
+      input.tag?.trim().toLowerCase(),
+      input.priority,
+      input.lastCommentBy,
+      input.summary === true,
+    ])
+    const board = await ctx.readBoard((view) =>
+      boardAnswer(view.doc, key, view.now, () => {
+        const { columns, tags, presented } = boardCards(view, input)
+        const tasks = input.summary ? presented.map((t) => summaryOf(t)) : presented
+        return { columns, tags, tasks: prepareJson(tasks, JSON.stringify(tasks)) }
+      }),
     )
-    return { columns, tags, presented: tasks.map((t) => view.present(t)) }
-  })
+    const [claims] = await history
+    return prepareObject<ActionResults['get_board']>({
+      columns: board.columns,
+      tasks: board.tasks,
+      activity: claims,
+      tags: board.tags,
+    })
+  }
+  const board = await ctx.readBoard((view) => boardCards(view, input))
   const [claims, newest, screenshots, link] = await history
   const { presented } = board
   const returned = new Set(presented.map((t) => t.id))
@@ -130,15 +114,60 @@ export async function get_board(
   if (screenshots && link) {
     attachments = screenshots.filter((a) => returned.has(a.taskId)).map(link)
   }
-  const out: ActionResults['get_board'] = {
+  return prepareObject<ActionResults['get_board']>({
     columns: board.columns,
     tasks: input.summary ? presented.map((t) => summaryOf(t)) : presented,
     activity: claims,
     tags: board.tags,
+    comments,
+    attachments,
+  })
+}
+
+/** get_board's columns, tags and cards (presented, in board order) for these filters. */
+function boardCards(view: BoardView, input: ActionInput<'get_board'>) {
+  let scope = view.storedTasks()
+  let columns = view.sortedColumns()
+  const { projectId } = input
+  if (projectId !== undefined) {
+    // A project of another organisation is a wrong value (400), like a missing one.
+    if (!view.projects.has(projectId))
+      throw badRequest(`projectId ${projectId} is not a project of this organisation`)
+    scope = scope.filter((t) => t.projectId === projectId)
+    const used = new Set(scope.map((t) => t.columnId))
+    columns = columns.filter(
+      (c) => c.projectId === projectId || c.projectId === null || used.has(c.id),
+    )
   }
-  if (comments) out.comments = comments
-  if (attachments) out.attachments = attachments
-  return out
+  const tags = tagsInUse(scope)
+
+  let tasks = scope
+  if (input.columnId !== undefined) {
+    const columnId = input.columnId
+    if (!columns.some((c) => c.id === columnId)) {
+      throw badRequest(`columnId ${columnId} is not a column on the board asked about`)
+    }
+    tasks = tasks.filter((t) => t.columnId === columnId)
+  }
+  if (input.tag !== undefined) {
+    const tag = input.tag.trim().toLowerCase()
+    tasks = tasks.filter((t) => t.tags.some((x) => x.toLowerCase() === tag))
+  }
+  if (input.priority !== undefined) {
+    const wanted = input.priority
+    tasks = tasks.filter((t) => (view.effectivePriority(t) ?? 'none') === wanted)
+  }
+  if (input.lastCommentBy !== undefined) {
+    const who = input.lastCommentBy
+    tasks = tasks.filter((t) => t.stats.lastCommentBy === who)
+  }
+  const columnOrder = new Map(view.sortedColumns().map((c, i) => [c.id, i]))
+  // Sorted by key, each card's column looked up once rather than at every comparison.
+  const keyed = tasks.map((t) => ({ t, column: columnOrder.get(t.columnId) ?? 1e9 }))
+  keyed.sort(
+    (a, b) => a.column - b.column || a.t.position - b.t.position || a.t.id.localeCompare(b.t.id),
+  )
+  return { columns, tags, presented: keyed.map(({ t }) => view.present(t)) }
 }
 
 /**

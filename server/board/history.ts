@@ -259,15 +259,6 @@ export async function requireCard(
   return found
 }
 
-/** Claims of every card ever claimed (get_board's `activity`), most recently changed first. */
-export async function activity(q: Queryable, orgId: string, now: number): Promise<ClaimRecord[]> {
-  const rows = await q.query<Rows<ClaimRow>>(
-    'select * from claims where org_id = $1 order by updated_at desc, task_id',
-    [orgId],
-  )
-  return rows.map((r) => claimRecordFromRow(r, now))
-}
-
 /** Claims of these cards, as records (released ones included: status released, isLive false). */
 export async function claimsByIds(
   q: Queryable,

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { ApiError } from '../api-error.ts'
+import { preparedText } from './prepared-json.ts'
 import { asApiError, UNAVAILABLE_RETRY_SECONDS } from './unavailable.ts'
 
 /** Largest JSON body accepted: a 3 MB image in base64 plus its envelope. */
@@ -35,16 +36,24 @@ export function sendJson(
   body: unknown,
   headers: Record<string, string | string[]> = {},
 ): void {
-  const text = JSON.stringify(body)
+  const chunks = preparedText(body)
+  const text = chunks ? undefined : JSON.stringify(body)
+  const length = chunks ? chunks.reduce((n, c) => n + c.length, 0) : Buffer.byteLength(text ?? '')
   res.writeHead(status, {
     'content-type': 'application/json; charset=utf-8',
-    'content-length': Buffer.byteLength(text),
+    'content-length': length,
     'cache-control': 'no-store',
     // A browser must never read an answer as HTML or script, whatever a field contains.
     'x-content-type-options': 'nosniff',
     ...headers,
   })
-  res.end(text)
+  if (!chunks) {
+    res.end(text)
+    return
+  }
+  res.cork()
+  for (const chunk of chunks) res.write(chunk)
+  res.end()
 }
 
 export function sendEmpty(res: ServerResponse, status = 204, headers: Record<string, string> = {}) {
