@@ -43,9 +43,13 @@ function buildTools(): Tool[] {
       title: toolTitle(name),
       description: toolDescription(spec, Object.hasOwn(inputSchema.properties ?? {}, 'position')),
       inputSchema,
+      // All four set, from the table: a client assumes the worst of a hint left out (an
+      // unset destructiveHint reads as destructive).
       annotations: {
         title: toolTitle(name),
         readOnlyHint: !spec.write,
+        destructiveHint: spec.destructive,
+        idempotentHint: spec.idempotent,
         // Every tool acts on this service's own board and maps, never on the outside world.
         openWorldHint: false,
       },

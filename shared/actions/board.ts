@@ -21,6 +21,8 @@ export const boardActions = {
     input: read.whoami,
     write: false,
     claimLocked: false,
+    destructive: false,
+    idempotent: true,
     description:
       'Who am I: the organisation (id, name) this key belongs to, the key name and how much is on the board. A key for the wrong organisation still gets an empty board, so check here.',
   }),
@@ -28,6 +30,8 @@ export const boardActions = {
     input: read.get_board,
     write: false,
     claimLocked: false,
+    destructive: false,
+    idempotent: true,
     description:
       'Read the board: every column, every non-archived card (with its claim, comment and image counts) and the organisation-wide claim activity. Filters (projectId, columnId, tag, priority, lastCommentBy) combine; summary:true returns a compact card form; include adds the newest comments/attachments.',
   }),
@@ -35,6 +39,8 @@ export const boardActions = {
     input: read.get_task,
     write: false,
     claimLocked: false,
+    destructive: false,
+    idempotent: true,
     description:
       'Read one card in full (archived cards too): fields, the whole comment thread, attachments with short-lived links, assignees, the holder of its claim and its screenshots as image bytes.',
   }),
@@ -42,6 +48,8 @@ export const boardActions = {
     input: read.list_columns,
     write: false,
     claimLocked: false,
+    destructive: false,
+    idempotent: true,
     description:
       "List columns in board order. With projectId: that project's own columns plus organisation-level ones. Move a card to the column whose projectId equals the card's.",
   }),
@@ -49,6 +57,8 @@ export const boardActions = {
     input: read.list_projects,
     write: false,
     claimLocked: false,
+    destructive: false,
+    idempotent: true,
     description:
       'List the projects of the organisation (projects are created by people in the app).',
   }),
@@ -56,6 +66,8 @@ export const boardActions = {
     input: tasks.create_task,
     write: true,
     claimLocked: false,
+    destructive: false,
+    idempotent: false,
     description:
       'Create a card in a column. Leave position out to append it to the bottom (advised). type is one of bug, feature, improvement, chore, question, research; leaving priority out leaves the card untriaged.',
   }),
@@ -63,6 +75,8 @@ export const boardActions = {
     input: tasks.update_task,
     write: true,
     claimLocked: true,
+    destructive: true,
+    idempotent: true,
     description:
       'Update only the fields sent (title, description, projectId, type, priority; at least one). An empty string clears description, type or priority. Refused with 409 while another agent holds the card: claim it first, and send the same identity you claimed with.',
   }),
@@ -70,6 +84,8 @@ export const boardActions = {
     input: tasks.set_task_tags,
     write: true,
     claimLocked: true,
+    destructive: true,
+    idempotent: true,
     description:
       'Replace the whole tag set of a card ([] clears it). Tags are trimmed and case duplicates folded; at most 20 tags of at most 40 characters. Claim locked.',
   }),
@@ -77,6 +93,8 @@ export const boardActions = {
     input: tasks.move_task,
     write: true,
     claimLocked: true,
+    destructive: true,
+    idempotent: false,
     description:
       "Move a card to a column. Leave position out to append it to the bottom (advised). Choose the column whose projectId equals the card's projectId. Claim locked.",
   }),
@@ -84,6 +102,8 @@ export const boardActions = {
     input: comments.add_comment,
     write: true,
     claimLocked: false,
+    destructive: false,
+    idempotent: false,
     description:
       "Add a comment to a card; works under anyone's claim. Send agentName so the comment is attributed to an agent; without it the comment counts as a person's for lastCommentBy.",
   }),
@@ -91,6 +111,8 @@ export const boardActions = {
     input: comments.update_comment,
     write: true,
     claimLocked: false,
+    destructive: true,
+    idempotent: true,
     description:
       "Edit a comment this key wrote (403 for anyone else's). Author and timestamp are kept, editedAt is set, nobody is notified.",
   }),
@@ -98,12 +120,16 @@ export const boardActions = {
     input: comments.delete_comment,
     write: true,
     claimLocked: false,
+    destructive: true,
+    idempotent: true,
     description: "Delete a comment this key wrote (403 for anyone else's). Permanent.",
   }),
   archive_task: spec({
     input: tasks.archive_task,
     write: true,
     claimLocked: true,
+    destructive: true,
+    idempotent: true,
     description:
       'Archive a card: it leaves get_board but stays readable with get_task. Idempotent: archiving again returns the original archivedAt. Claim locked.',
   }),
@@ -111,6 +137,8 @@ export const boardActions = {
     input: columns.create_column,
     write: true,
     claimLocked: false,
+    destructive: false,
+    idempotent: false,
     description:
       'Create a column, appended at the end unless position is given; organisation-level unless projectId is given.',
   }),
@@ -118,12 +146,16 @@ export const boardActions = {
     input: columns.rename_column,
     write: true,
     claimLocked: false,
+    destructive: true,
+    idempotent: true,
     description: 'Rename a column; its cards and their positions are untouched.',
   }),
   delete_column: spec({
     input: columns.delete_column,
     write: true,
     claimLocked: true,
+    destructive: true,
+    idempotent: true,
     description:
       'Delete a column. If it still holds cards (archived ones count), pass destinationColumnId to move them to its bottom in order. Refused with 409 while any card in it is actively worked.',
   }),

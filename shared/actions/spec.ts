@@ -9,6 +9,13 @@ export interface ActionSpec<S extends z.ZodType = z.ZodType> {
   claimLocked: boolean
   /** Changes state (takes the identity params). */
   write: boolean
+  /**
+   * May change or remove what is there (MCP's destructiveHint); false when it only adds.
+   * Reads are never destructive.
+   */
+  destructive: boolean
+  /** Calling it again with the same arguments changes nothing more (MCP's idempotentHint). */
+  idempotent: boolean
 }
 
 export const spec = <S extends z.ZodType>(s: ActionSpec<S>) => s

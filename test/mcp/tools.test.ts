@@ -97,6 +97,41 @@ describe.each(STORAGES)('MCP tools (%s)', (kind) => {
       expect(w.mcp.getInstructions()).toMatch(/Recommended loop: get_board → get_task/)
     })
 
+    test('every tool has a title and all four annotations, set truthfully', async () => {
+      const { tools } = await w.mcp.listTools()
+      for (const tool of tools) {
+        const a = tool.annotations ?? {}
+        expect(tool.title, tool.name).toBeTruthy()
+        for (const hint of ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint']) {
+          expect(typeof (a as Record<string, unknown>)[hint], `${tool.name} ${hint}`).toBe(
+            'boolean',
+          )
+        }
+        const facts = { name: tool.name, ...a }
+        if (a.readOnlyHint) {
+          expect(facts).toMatchObject({ destructiveHint: false, idempotentHint: true })
+        }
+        if (/^(delete_|archive_)/.test(tool.name)) {
+          expect(facts).toMatchObject({ readOnlyHint: false, destructiveHint: true })
+        }
+        if (/^(create_|add_|attach_)/.test(tool.name)) {
+          expect(facts).toMatchObject({ destructiveHint: false, idempotentHint: false })
+        }
+        expect(a.openWorldHint).toBe(false)
+      }
+      const byName = new Map(tools.map((t) => [t.name, t.annotations]))
+      expect(byName.get('get_board')).toMatchObject({ readOnlyHint: true })
+      expect(byName.get('create_task')).toMatchObject({
+        readOnlyHint: false,
+        destructiveHint: false,
+      })
+      expect(byName.get('update_task')).toMatchObject({
+        destructiveHint: true,
+        idempotentHint: true,
+      })
+      expect(byName.get('heartbeat_task')).toMatchObject({ idempotentHint: false })
+    })
+
     test('every tool the guidance names is a tool of the list', async () => {
       const { tools } = await w.mcp.listTools()
       const text = [w.mcp.getInstructions(), ...tools.map((t) => t.description)].join('\n')
