@@ -1,7 +1,6 @@
-import type { Browser, Page } from 'playwright-core'
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { startServer, type TestServer } from '../support/server.ts'
-import { column, launchBrowser, openBoard, signedInContext } from './support.ts'
+import type { Page } from 'playwright-core'
+import { describe, expect, test } from 'vitest'
+import { column, openBoard, serverAndBrowser, signedInContext } from './support.ts'
 
 const LAPTOP = { width: 1280, height: 800 }
 const PHONE = { width: 390, height: 844 }
@@ -22,19 +21,10 @@ async function refusedWebhook(page: Page, orgId: string): Promise<void> {
 }
 
 describe('the app fits a laptop and a phone', () => {
-  let server: TestServer
-  let browser: Browser
-
-  beforeAll(async () => {
-    ;[server, browser] = await Promise.all([startServer('pglite'), launchBrowser()])
-  })
-  afterAll(async () => {
-    await browser?.close()
-    await server?.close()
-  })
+  const running = serverAndBrowser()
 
   test('at 1280×800 the default board shows all four columns, and no role badge repeats its column’s name', async () => {
-    const { context, page, orgId } = await signedInContext(browser, server.url)
+    const { context, page, orgId } = await signedInContext(running.browser, running.server.url)
     await page.setViewportSize(LAPTOP)
     await openBoard(page, orgId)
     const done = await column(page, 'Done').boundingBox()
@@ -50,7 +40,7 @@ describe('the app fits a laptop and a phone', () => {
   })
 
   test('on a 390×844 phone, Settings is usable: wide fields, labels above their inputs, tables scroll in their cards, the page never scrolls sideways', async () => {
-    const { context, page, orgId } = await signedInContext(browser, server.url)
+    const { context, page, orgId } = await signedInContext(running.browser, running.server.url)
     await page.setViewportSize(PHONE)
     await page.goto(`/o/${orgId}/settings/members`)
     const email = page.getByLabel('Email')
@@ -77,7 +67,7 @@ describe('the app fits a laptop and a phone', () => {
   })
 
   test('a toast shows at the bottom, inside the screen, on a laptop and a phone', async () => {
-    const { context, page, orgId } = await signedInContext(browser, server.url)
+    const { context, page, orgId } = await signedInContext(running.browser, running.server.url)
     for (const size of [LAPTOP, PHONE]) {
       await page.setViewportSize(size)
       await refusedWebhook(page, orgId)
@@ -93,7 +83,7 @@ describe('the app fits a laptop and a phone', () => {
   })
 
   test('going to another page takes the old page’s toasts away', async () => {
-    const { context, page, orgId } = await signedInContext(browser, server.url)
+    const { context, page, orgId } = await signedInContext(running.browser, running.server.url)
     await page.setViewportSize(LAPTOP)
     await refusedWebhook(page, orgId)
     // Errors stay nine seconds on their page; on another page they are gone at once.

@@ -7,7 +7,14 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { Browser } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { startServer, type TestServer } from '../support/server.ts'
-import { card, launchBrowser, openBoard, signedInContext, watchErrors } from './support.ts'
+import {
+  card,
+  launchBrowser,
+  openBoard,
+  serverAndBrowser,
+  signedInContext,
+  watchErrors,
+} from './support.ts'
 
 const run = promisify(execFile)
 
@@ -229,19 +236,10 @@ describe('claims over time', () => {
 })
 
 describe('settings say what is wrong and where to go (a server with the default settings)', () => {
-  let server: TestServer
-  let browser: Browser
-
-  beforeAll(async () => {
-    ;[server, browser] = await Promise.all([startServer('pglite'), launchBrowser()])
-  })
-  afterAll(async () => {
-    await browser?.close()
-    await server?.close()
-  })
+  const running = serverAndBrowser()
 
   test('a webhook refused for a loopback or private address says how an operator allows it (WEBHOOK_ALLOW_PRIVATE)', async () => {
-    const { context, page, orgId } = await signedInContext(browser, server.url)
+    const { context, page, orgId } = await signedInContext(running.browser, running.server.url)
     await page.goto(`/o/${orgId}/settings/webhooks`)
     await page.getByLabel('Receiving URL').fill('http://127.0.0.1:9/hooks')
     await page.getByRole('button', { name: 'Register webhook' }).click()
@@ -253,7 +251,7 @@ describe('settings say what is wrong and where to go (a server with the default 
   })
 
   test('an unknown settings address says so and links the sections, instead of showing Members', async () => {
-    const { context, page, orgId } = await signedInContext(browser, server.url)
+    const { context, page, orgId } = await signedInContext(running.browser, running.server.url)
     await page.goto(`/o/${orgId}/settings/api-keys`)
     const notice = page.getByRole('alert').filter({ hasText: 'settings page' })
     await expect(notice.textContent()).resolves.toContain('There is no settings page “api-keys”')

@@ -3,7 +3,10 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import zlib from 'node:zlib'
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core'
+import { afterAll, beforeAll } from 'vitest'
 import { Agent, Person } from '../support/client.ts'
+import { startServer, type TestServer } from '../support/server.ts'
+import type { StorageKind } from '../support/storage.ts'
 
 /** Debian's Chromium, never a downloaded browser. */
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
@@ -21,6 +24,25 @@ export async function launchBrowser(): Promise<Browser> {
       '--disable-sync',
     ],
   })
+}
+
+/**
+ * A server and Chromium for the tests of one describe block, started before them and
+ * closed after: read `server` and `browser` inside the tests.
+ */
+export function serverAndBrowser(
+  kind: StorageKind = 'pglite',
+  config: Parameters<typeof startServer>[1] = {},
+): { server: TestServer; browser: Browser } {
+  const held = {} as { server: TestServer; browser: Browser }
+  beforeAll(async () => {
+    ;[held.server, held.browser] = await Promise.all([startServer(kind, config), launchBrowser()])
+  })
+  afterAll(async () => {
+    await held.browser?.close()
+    await held.server?.close()
+  })
+  return held
 }
 
 /** A laptop screen: what the README screenshots show. */
