@@ -23,6 +23,16 @@ export type ActionResults = BoardResults & ClaimResults & MapResults
 
 export const actionNames = Object.keys(actions) as ActionName[]
 
+/**
+ * Every output schema's output is the result type the handlers are written against:
+ * `Misfits` names the actions whose schema would let through something the type does not.
+ */
+type Misfits = {
+  [N in ActionName]: z.output<Actions[N]['output']> extends ActionResults[N] ? never : N
+}[ActionName]
+const noMisfits: [Misfits] extends [never] ? true : Misfits = true
+void noMisfits
+
 export function isActionName(name: string): name is ActionName {
   return Object.hasOwn(actions, name)
 }

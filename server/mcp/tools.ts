@@ -34,6 +34,38 @@ export function inputJsonSchema(name: ActionName): Tool['inputSchema'] {
   return schema as Tool['inputSchema']
 }
 
+/**
+ * A JSON schema without the regular expressions zod writes beside a `format` (uuid,
+ * date-time): the format says the same to a client (the SDK's validator knows them), in a
+ * word rather than two hundred characters repeated in every record of every tool.
+ */
+function withoutFormatPatterns<T>(schema: T): T {
+  if (Array.isArray(schema)) return schema.map(withoutFormatPatterns) as T
+  if (typeof schema !== 'object' || schema === null) return schema
+  const out: Record<string, unknown> = {}
+  const node = schema as Record<string, unknown>
+  const formatted = typeof node.format === 'string'
+  for (const [k, v] of Object.entries(node)) {
+    if (k === 'pattern' && formatted) continue
+    // zod bounds every integer by the safe range, which says nothing a client needs.
+    if (k === 'minimum' && v === Number.MIN_SAFE_INTEGER) continue
+    if (k === 'maximum' && v === Number.MAX_SAFE_INTEGER) continue
+    out[k] = withoutFormatPatterns(v)
+  }
+  return out as T
+}
+
+/** What the tool answers (its structured content on success), from the action table. */
+function outputJsonSchema(name: ActionName): NonNullable<Tool['outputSchema']> {
+  const { $schema: _dialect, ...schema } = withoutFormatPatterns(
+    z.toJSONSchema(actions[name].output, { io: 'output', target: 'draft-2020-12' }),
+  )
+  if (schema.type !== 'object') {
+    throw new Error(`the result of ${name} must be a JSON object schema, got ${schema.type}`)
+  }
+  return schema as NonNullable<Tool['outputSchema']>
+}
+
 function buildTools(): Tool[] {
   return actionNames.map((name) => {
     const spec = actions[name]
@@ -43,6 +75,7 @@ function buildTools(): Tool[] {
       title: toolTitle(name),
       description: toolDescription(spec, Object.hasOwn(inputSchema.properties ?? {}, 'position')),
       inputSchema,
+      outputSchema: outputJsonSchema(name),
       // All four set, from the table: a client assumes the worst of a hint left out (an
       // unset destructiveHint reads as destructive).
       annotations: {
@@ -178,15 +211,18 @@ function adviceFor(failure: ToolFailure): string {
 }
 
 /** A failure as a tool error: `isError`, the status and message, and what to do about it. */
+/**
+ * A failed call: the endpoint's error body as JSON text, then advice in words. No
+ * structured content: a client validates it against the tool's output schema (the
+ * success shape) even on errors, and would replace the real message with a complaint.
+ */
 export function toolError(failure: ToolFailure): CallToolResult {
-  const body: Record<string, unknown> = { ...failure }
   return {
     isError: true,
     content: [
-      { type: 'text', text: JSON.stringify(body) },
+      { type: 'text', text: JSON.stringify(failure) },
       { type: 'text', text: adviceFor(failure) },
     ],
-    structuredContent: body,
   }
 }
 

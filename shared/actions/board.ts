@@ -11,14 +11,15 @@ import type {
 import * as read from '../schemas/board-read.ts'
 import * as columns from '../schemas/columns.ts'
 import * as comments from '../schemas/comments.ts'
+import { outputs } from '../schemas/outputs.ts'
 import * as tasks from '../schemas/tasks.ts'
-
 import { spec } from './spec.ts'
 
 /** The board actions: reading, cards, comments and columns. */
 export const boardActions = {
   whoami: spec({
     input: read.whoami,
+    output: outputs.whoami,
     write: false,
     claimLocked: false,
     destructive: false,
@@ -28,6 +29,7 @@ export const boardActions = {
   }),
   get_board: spec({
     input: read.get_board,
+    output: outputs.get_board,
     write: false,
     claimLocked: false,
     destructive: false,
@@ -37,6 +39,7 @@ export const boardActions = {
   }),
   get_task: spec({
     input: read.get_task,
+    output: outputs.get_task,
     write: false,
     claimLocked: false,
     destructive: false,
@@ -46,6 +49,7 @@ export const boardActions = {
   }),
   list_columns: spec({
     input: read.list_columns,
+    output: outputs.list_columns,
     write: false,
     claimLocked: false,
     destructive: false,
@@ -55,6 +59,7 @@ export const boardActions = {
   }),
   list_projects: spec({
     input: read.list_projects,
+    output: outputs.list_projects,
     write: false,
     claimLocked: false,
     destructive: false,
@@ -64,6 +69,7 @@ export const boardActions = {
   }),
   create_task: spec({
     input: tasks.create_task,
+    output: outputs.create_task,
     write: true,
     claimLocked: false,
     destructive: false,
@@ -73,6 +79,7 @@ export const boardActions = {
   }),
   update_task: spec({
     input: tasks.update_task,
+    output: outputs.update_task,
     write: true,
     claimLocked: true,
     destructive: true,
@@ -82,6 +89,7 @@ export const boardActions = {
   }),
   set_task_tags: spec({
     input: tasks.set_task_tags,
+    output: outputs.set_task_tags,
     write: true,
     claimLocked: true,
     destructive: true,
@@ -91,6 +99,7 @@ export const boardActions = {
   }),
   move_task: spec({
     input: tasks.move_task,
+    output: outputs.move_task,
     write: true,
     claimLocked: true,
     destructive: true,
@@ -100,6 +109,7 @@ export const boardActions = {
   }),
   add_comment: spec({
     input: comments.add_comment,
+    output: outputs.add_comment,
     write: true,
     claimLocked: false,
     destructive: false,
@@ -109,6 +119,7 @@ export const boardActions = {
   }),
   update_comment: spec({
     input: comments.update_comment,
+    output: outputs.update_comment,
     write: true,
     claimLocked: false,
     destructive: true,
@@ -118,6 +129,7 @@ export const boardActions = {
   }),
   delete_comment: spec({
     input: comments.delete_comment,
+    output: outputs.delete_comment,
     write: true,
     claimLocked: false,
     destructive: true,
@@ -126,6 +138,7 @@ export const boardActions = {
   }),
   archive_task: spec({
     input: tasks.archive_task,
+    output: outputs.archive_task,
     write: true,
     claimLocked: true,
     destructive: true,
@@ -135,6 +148,7 @@ export const boardActions = {
   }),
   create_column: spec({
     input: columns.create_column,
+    output: outputs.create_column,
     write: true,
     claimLocked: false,
     destructive: false,
@@ -144,6 +158,7 @@ export const boardActions = {
   }),
   rename_column: spec({
     input: columns.rename_column,
+    output: outputs.rename_column,
     write: true,
     claimLocked: false,
     destructive: true,
@@ -152,6 +167,7 @@ export const boardActions = {
   }),
   delete_column: spec({
     input: columns.delete_column,
+    output: outputs.delete_column,
     write: true,
     claimLocked: true,
     destructive: true,

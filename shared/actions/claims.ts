@@ -1,11 +1,13 @@
 import type { Attachment, ClaimRecord, Column, Comment, Task } from '../records.ts'
 import * as claims from '../schemas/claims.ts'
+import { outputs } from '../schemas/outputs.ts'
 import { spec } from './spec.ts'
 
 /** Claims and the change feed: claim_task, heartbeat_task, release_task, get_changes. */
 export const claimActions = {
   claim_task: spec({
     input: claims.claim_task,
+    output: outputs.claim_task,
     write: true,
     claimLocked: true,
     destructive: false,
@@ -15,6 +17,7 @@ export const claimActions = {
   }),
   heartbeat_task: spec({
     input: claims.heartbeat_task,
+    output: outputs.heartbeat_task,
     write: true,
     claimLocked: true,
     destructive: false,
@@ -24,6 +27,7 @@ export const claimActions = {
   }),
   release_task: spec({
     input: claims.release_task,
+    output: outputs.release_task,
     write: true,
     claimLocked: true,
     destructive: true,
@@ -33,6 +37,7 @@ export const claimActions = {
   }),
   get_changes: spec({
     input: claims.get_changes,
+    output: outputs.get_changes,
     write: false,
     claimLocked: false,
     destructive: false,

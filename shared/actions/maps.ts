@@ -2,12 +2,14 @@ import type { MapEdge, MapNode, MindMap } from '../map-doc.ts'
 import type { Attachment } from '../records.ts'
 import * as images from '../schemas/images.ts'
 import * as maps from '../schemas/maps.ts'
+import { outputs } from '../schemas/outputs.ts'
 import { spec } from './spec.ts'
 
 /** Mind maps, nodes, edges, and images (set_node_image, clear_node_image, attach_screenshot). */
 export const mapActions = {
   list_maps: spec({
     input: maps.list_maps,
+    output: outputs.list_maps,
     write: false,
     claimLocked: false,
     destructive: false,
@@ -17,6 +19,7 @@ export const mapActions = {
   }),
   create_map: spec({
     input: maps.create_map,
+    output: outputs.create_map,
     write: true,
     claimLocked: false,
     destructive: false,
@@ -25,6 +28,7 @@ export const mapActions = {
   }),
   rename_map: spec({
     input: maps.rename_map,
+    output: outputs.rename_map,
     write: true,
     claimLocked: false,
     destructive: true,
@@ -33,6 +37,7 @@ export const mapActions = {
   }),
   get_map: spec({
     input: maps.get_map,
+    output: outputs.get_map,
     write: false,
     claimLocked: false,
     destructive: false,
@@ -42,6 +47,7 @@ export const mapActions = {
   }),
   delete_map: spec({
     input: maps.delete_map,
+    output: outputs.delete_map,
     write: true,
     claimLocked: false,
     destructive: true,
@@ -50,6 +56,7 @@ export const mapActions = {
   }),
   create_node: spec({
     input: maps.create_node,
+    output: outputs.create_node,
     write: true,
     claimLocked: false,
     destructive: false,
@@ -59,6 +66,7 @@ export const mapActions = {
   }),
   create_nodes: spec({
     input: maps.create_nodes,
+    output: outputs.create_nodes,
     write: true,
     claimLocked: false,
     destructive: false,
@@ -68,6 +76,7 @@ export const mapActions = {
   }),
   update_node: spec({
     input: maps.update_node,
+    output: outputs.update_node,
     write: true,
     claimLocked: false,
     destructive: true,
@@ -76,6 +85,7 @@ export const mapActions = {
   }),
   set_node_image: spec({
     input: maps.set_node_image,
+    output: outputs.set_node_image,
     write: true,
     claimLocked: false,
     destructive: true,
@@ -85,6 +95,7 @@ export const mapActions = {
   }),
   clear_node_image: spec({
     input: maps.clear_node_image,
+    output: outputs.clear_node_image,
     write: true,
     claimLocked: false,
     destructive: true,
@@ -94,6 +105,7 @@ export const mapActions = {
   }),
   delete_node: spec({
     input: maps.delete_node,
+    output: outputs.delete_node,
     write: true,
     claimLocked: false,
     destructive: true,
@@ -102,6 +114,7 @@ export const mapActions = {
   }),
   create_edge: spec({
     input: maps.create_edge,
+    output: outputs.create_edge,
     write: true,
     claimLocked: false,
     destructive: false,
@@ -110,6 +123,7 @@ export const mapActions = {
   }),
   create_edges: spec({
     input: maps.create_edges,
+    output: outputs.create_edges,
     write: true,
     claimLocked: false,
     destructive: false,
@@ -119,6 +133,7 @@ export const mapActions = {
   }),
   delete_edge: spec({
     input: maps.delete_edge,
+    output: outputs.delete_edge,
     write: true,
     claimLocked: false,
     destructive: true,
@@ -127,6 +142,7 @@ export const mapActions = {
   }),
   attach_screenshot: spec({
     input: images.attach_screenshot,
+    output: outputs.attach_screenshot,
     write: true,
     claimLocked: false,
     destructive: false,

@@ -1,8 +1,10 @@
 import type { z } from 'zod'
 
 /** One row of the action table. */
-export interface ActionSpec<S extends z.ZodType = z.ZodType> {
+export interface ActionSpec<S extends z.ZodType = z.ZodType, O extends z.ZodType = z.ZodType> {
   input: S
+  /** What it answers on success (shared/schemas/outputs.ts). */
+  output: O
   /** What an agent reads as the MCP tool's description: how to use the action well. */
   description: string
   /** Refused with 409 while someone else holds the card. */
@@ -18,4 +20,4 @@ export interface ActionSpec<S extends z.ZodType = z.ZodType> {
   idempotent: boolean
 }
 
-export const spec = <S extends z.ZodType>(s: ActionSpec<S>) => s
+export const spec = <S extends z.ZodType, O extends z.ZodType>(s: ActionSpec<S, O>) => s

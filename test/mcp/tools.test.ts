@@ -29,6 +29,13 @@ import {
 const IMAGE_BUDGET = 6
 
 /** The endpoint's error for a call, as the typed client throws it. */
+/** A failed tool call's error body: the JSON text of its first content block. */
+function failureOf(result: { content: unknown[] }): Record<string, unknown> {
+  const [first] = result.content as { type: string; text?: string }[]
+  if (first?.type !== 'text' || first.text === undefined) throw new Error('no text content')
+  return JSON.parse(first.text)
+}
+
 async function endpointError(promise: Promise<unknown>) {
   return promise.then(
     () => {
@@ -150,15 +157,14 @@ describe.each(STORAGES)('MCP tools (%s)', (kind) => {
       expect(result.isError).toBe(true)
       const refused = await endpointError(w.api.call('create_task', params as never))
       expect(refused).toBeInstanceOf(BadRequestError)
-      expect(result.structuredContent).toEqual({
+      // The endpoint's error body, as JSON text; no structured content (it would be checked
+      // against the output schema, the success shape).
+      expect(result.structuredContent).toBeUndefined()
+      expect(failureOf(result)).toEqual({
         status: 400,
         error: (refused as BadRequestError).message,
       })
       expect((refused as BadRequestError).message).toMatch(/"colour"/)
-      expect(result.content[0]).toEqual({
-        type: 'text',
-        text: JSON.stringify(result.structuredContent),
-      })
       expect(result.content[1]).toMatchObject({ type: 'text', text: expect.stringMatching(/fix/) })
     })
 
@@ -171,7 +177,7 @@ describe.each(STORAGES)('MCP tools (%s)', (kind) => {
       const refused = await endpointError(w.api.claim_task({ taskId: task.id, agentName: 'Grace' }))
       expect(refused).toBeInstanceOf(ConflictError)
       const conflict = refused as ConflictError
-      expect(result.structuredContent).toEqual({
+      expect(failureOf(result)).toEqual({
         status: 409,
         error: conflict.message,
         holder: conflict.holder,
@@ -187,7 +193,7 @@ describe.each(STORAGES)('MCP tools (%s)', (kind) => {
         agentName: 'Grace',
       })
       expect(update.isError).toBe(true)
-      expect(update.structuredContent).toMatchObject({ status: 409, holder: { holder: 'Ada' } })
+      expect(failureOf(update)).toMatchObject({ status: 409, holder: { holder: 'Ada' } })
       expect((await w.api.get_task({ taskId: task.id })).task.title).toBe('Held')
     })
 
@@ -196,7 +202,7 @@ describe.each(STORAGES)('MCP tools (%s)', (kind) => {
       const { task } = await w.api.create_task({ columnId: column.id, title: 'Free' })
       const result = await callTool(w.mcp, 'heartbeat_task', { taskId: task.id })
       expect(result.isError).toBe(true)
-      expect(result.structuredContent).toEqual({
+      expect(failureOf(result)).toEqual({
         status: 409,
         error: expect.stringMatching(/claim_task again/),
       })
@@ -208,10 +214,8 @@ describe.each(STORAGES)('MCP tools (%s)', (kind) => {
       const result = await callTool(w.mcp, 'get_task', params)
       const refused = await endpointError(w.api.get_task(params))
       expect(refused).toBeInstanceOf(NotFoundError)
-      expect(result).toMatchObject({
-        isError: true,
-        structuredContent: { status: 404, error: (refused as NotFoundError).message },
-      })
+      expect(result.isError).toBe(true)
+      expect(failureOf(result)).toEqual({ status: 404, error: (refused as NotFoundError).message })
     })
 
     test("get_task returns the card's screenshots as image content", async () => {
@@ -278,12 +282,12 @@ describe.each(STORAGES)('MCP tools (%s)', (kind) => {
         }
         const result = await callTool(mcp, 'attach_screenshot', shot)
         expect(result.isError).toBe(true)
-        expect(result.structuredContent).toMatchObject({
+        expect(failureOf(result)).toMatchObject({
           status: 429,
           error: expect.stringMatching(/attach_screenshot budget/),
           retryAfter: expect.any(Number),
         })
-        expect((result.structuredContent as { retryAfter: number }).retryAfter).toBeGreaterThan(0)
+        expect((failureOf(result) as { retryAfter: number }).retryAfter).toBeGreaterThan(0)
         const refused = await endpointError(api.attach_screenshot(shot))
         expect(refused).toBeInstanceOf(RateLimitedError)
         expect((await api.get_task({ taskId: task.id })).task.imageCount).toBe(IMAGE_BUDGET)
