@@ -4,6 +4,7 @@ import { type Db, openDb } from '../persistence/db.ts'
 import { migrate } from '../persistence/migrate.ts'
 import { type Clock, systemClock } from './agent/context.ts'
 import { agentEndpoint } from './agent/endpoint.ts'
+import { openApiDocument } from './agent/openapi.ts'
 import { ApiError } from './api-error.ts'
 import { clientRoutes } from './app-api/client-routes.ts'
 import { peopleActionRoutes } from './app-api/people-actions.ts'
@@ -103,6 +104,11 @@ export async function createApp(
   const agent = agentEndpoint(services, log)
   router.on('POST', '/api/agent', async (req, res) => agent(req, res))
   const mcp = mcpEndpoint(services, log)
+  // The agent endpoint as OpenAPI 3.1, from the action table (built once).
+  const openApi = openApiDocument()
+  router.on('GET', '/api/openapi.json', async (_req, res) => {
+    sendJson(res, 200, openApi)
+  })
   // Liveness: the process serves requests (whatever its database does).
   router.on('GET', '/healthz', async (_req, res) => {
     sendJson(res, 200, { ok: true })

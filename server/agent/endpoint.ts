@@ -57,7 +57,7 @@ export function parseEnvelope(body: unknown): Envelope {
 
 /** What an unknown action is told: the nearest actions, and where the full list is. */
 export function unknownActionMessage(action: string): string {
-  return `Unknown action "${action}"${didYouMean(action, actionNames)}; the ${actionNames.length} actions are listed in docs/agent-api.md and by the MCP tools/list`
+  return `Unknown action "${action}"${didYouMean(action, actionNames)}; the ${actionNames.length} actions are listed in docs/agent-api.md, GET /api/openapi.json and the MCP tools/list`
 }
 
 export interface RunOptions {

@@ -1,0 +1,156 @@
+import { z } from 'zod'
+import { type ActionName, actionNames, actions } from '../../shared/actions.ts'
+import { claimRecord } from '../../shared/schemas/outputs.ts'
+import { SERVER_VERSION } from '../mcp/tools.ts'
+
+/**
+ * `GET /api/openapi.json`: the agent endpoint as OpenAPI 3.1, generated from the action
+ * table like the MCP tools, so the two never disagree: the request body is a union of the
+ * actions discriminated by `action`, each with its params schema; the 200 answer is the
+ * union of the actions' output schemas; every error is the endpoint's `{ error }` body
+ * (a 409 may name the `holder`, a 429 says when to retry).
+ */
+
+type JsonSchema = Record<string, unknown>
+
+/** A zod schema as JSON Schema 2020-12 (OpenAPI 3.1's dialect), without its `$schema`. */
+function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
+  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, {
+    io,
+    target: 'draft-2020-12',
+  }) as JsonSchema
+  return rest
+}
+
+const pascal = (name: string) =>
+  name
+    .split('_')
+    .map((w) => w.charAt(0).toUpperCase() + w.slice(1))
+    .join('')
+
+const requestName = (name: ActionName) => `${pascal(name)}Request`
+const resultName = (name: ActionName) => `${pascal(name)}Result`
+const ref = (schema: string) => ({ $ref: `#/components/schemas/${schema}` })
+
+const ERROR: JsonSchema = {
+  type: 'object',
+  properties: { error: { type: 'string', description: 'What went wrong, in words.' } },
+  required: ['error'],
+}
+
+const CONFLICT: JsonSchema = {
+  type: 'object',
+  properties: {
+    error: { type: 'string' },
+    holder: {
+      description: 'The claim holding the card, when a claim is why the write was refused.',
+      ...ref('ClaimRecord'),
+    },
+    expiresAt: { type: 'string', format: 'date-time' },
+  },
+  required: ['error'],
+}
+
+const errorResponse = (description: string, schema = 'Error') => ({
+  description,
+  content: { 'application/json': { schema: ref(schema) } },
+})
+
+export function openApiDocument(): JsonSchema {
+  const schemas: Record<string, JsonSchema> = {
+    Error: ERROR,
+    Conflict: CONFLICT,
+    ClaimRecord: jsonSchema(claimRecord, 'output'),
+  }
+  for (const name of actionNames) {
+    const spec = actions[name]
+    schemas[requestName(name)] = {
+      type: 'object',
+      title: name,
+      description: spec.description,
+      properties: {
+        action: { const: name },
+        params: jsonSchema(spec.input, 'input'),
+      },
+      required: ['action'],
+      additionalProperties: false,
+      'x-claim-locked': spec.claimLocked,
+      'x-read-only': !spec.write,
+    }
+    schemas[resultName(name)] = { title: `${name} result`, ...jsonSchema(spec.output, 'output') }
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Corkboard agent API',
+      version: SERVER_VERSION,
+      description:
+        'One endpoint, POST /api/agent, with { action, params } and an organisation API key as the bearer token. The same actions are the MCP tools at /mcp. See docs/agent-api.md.',
+    },
+    components: {
+      securitySchemes: {
+        apiKey: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'An organisation API key (cb_…), made in Settings → API keys.',
+        },
+      },
+      schemas,
+    },
+    security: [{ apiKey: [] }],
+    paths: {
+      '/api/agent': {
+        post: {
+          operationId: 'agent',
+          summary: 'Run one action',
+          requestBody: {
+            required: true,
+            content: {
+              'application/json': {
+                schema: {
+                  oneOf: actionNames.map((n) => ref(requestName(n))),
+                  discriminator: {
+                    propertyName: 'action',
+                    mapping: Object.fromEntries(
+                      actionNames.map((n) => [n, `#/components/schemas/${requestName(n)}`]),
+                    ),
+                  },
+                },
+              },
+            },
+          },
+          responses: {
+            '200': {
+              description: "The action's result (its schema is <Action>Result).",
+              headers: {
+                RateLimit: { schema: { type: 'string' } },
+                'RateLimit-Policy': { schema: { type: 'string' } },
+              },
+              content: {
+                'application/json': {
+                  schema: { oneOf: actionNames.map((n) => ref(resultName(n))) },
+                },
+              },
+            },
+            '400': errorResponse('Bad input: the message names the parameter and what is wrong.'),
+            '401': errorResponse('A missing, malformed or revoked API key.'),
+            '404': errorResponse('No such card, column, map, node or edge in this organisation.'),
+            '409': errorResponse(
+              'Refused by a claim (holder), or a state conflict (a column with cards being worked on).',
+              'Conflict',
+            ),
+            '413': errorResponse('The body is larger than the endpoint takes.'),
+            '429': {
+              ...errorResponse('A rate budget is used up: wait Retry-After seconds.'),
+              headers: { 'Retry-After': { schema: { type: 'integer' } } },
+            },
+            '503': {
+              ...errorResponse('The database is not answering; nothing was written.'),
+              headers: { 'Retry-After': { schema: { type: 'integer' } } },
+            },
+          },
+        },
+      },
+    },
+  }
+}
