@@ -7,7 +7,7 @@ import { num, str, strings, strOrNull } from './ymap-fields.ts'
 export { boardDocName, cardDocName, mapDocName } from './doc-names.ts'
 
 /**
- * The board document (DESIGN.md, Contract 3, version 2): one per organisation, named
+ * The board document (docs/design.md, Contract 3, version 2): one per organisation, named
  * `<orgId>/board`, holding what is on the board now and nothing of its history. Archived
  * cards leave it; comments and screenshots live in each card's own document
  * (card-doc.ts). Programs outside this repository read these names and shapes.

@@ -3,7 +3,7 @@ import type { Attachment, Comment, TaskStats } from './records.ts'
 import { num, str, strOrNull } from './ymap-fields.ts'
 
 /**
- * A card's document (DESIGN.md, Contract 3, version 2), named `<orgId>/tasks/<taskId>`:
+ * A card's document (docs/design.md, Contract 3, version 2), named `<orgId>/tasks/<taskId>`:
  * the card's comments and screenshots, opened by the app with the card. Programs outside
  * this repository read these names and shapes:
  * - `comments`: Y.Map id → Y.Map { taskId, body, authorEmail, agentName, createdAt, editedAt }

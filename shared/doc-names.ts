@@ -1,5 +1,5 @@
 /**
- * Live document names (DESIGN.md, Contract 3). Programs outside this repository open
+ * Live document names (docs/design.md, Contract 3). Programs outside this repository open
  * documents by these names, so they never change:
  * - `<orgId>/board`: what is on the organisation's board;
  * - `<orgId>/tasks/<taskId>`: one card's comments and screenshots;

@@ -35,7 +35,7 @@ export interface Revert {
 }
 
 export type StatelessNotice =
-  /** Parts of the person's last edit were undone (DESIGN.md: reverts, not vetoes). */
+  /** Parts of the person's last edit were undone (docs/design.md: reverts, not vetoes). */
   | { type: 'reverted'; reason: string; taskId?: string; reverts: Revert[] }
   /**
    * Sent on the board document: the organisation's map list changed (a map created,

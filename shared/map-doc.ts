@@ -1,7 +1,7 @@
 import type * as Y from 'yjs'
 
 /**
- * The map document (DESIGN.md, Contract 3): one per mind map, named
+ * The map document (docs/design.md, Contract 3): one per mind map, named
  * `<orgId>/maps/<mapId>` (see `mapDocName` in board-doc.ts). Programs outside this
  * repository read these names and shapes:
  * - `meta`: Y.Map { title }

@@ -1,4 +1,4 @@
--- Version 2 of the live documents (DESIGN.md, Contract 3): the board document holds what
+-- Version 2 of the live documents (docs/design.md, Contract 3): the board document holds what
 -- is on the board now; history lives here. Comments and screenshots live in each card's
 -- own document and are indexed below, so reads never scan an organisation's history.
 

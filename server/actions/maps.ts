@@ -20,7 +20,7 @@ import { deleteDoc } from '../live/doc-store.ts'
 import type { WriteScope } from '../live/live-docs.ts'
 
 /**
- * Mind maps. Each map is one live document (`<orgId>/maps/<mapId>`, DESIGN.md Contract 3)
+ * Mind maps. Each map is one live document (`<orgId>/maps/<mapId>`, docs/design.md Contract 3)
  * holding its title, nodes and edges; Postgres keeps the map list (`maps`) and an index of
  * which map holds each node and edge (`map_items`), both written in the same transaction
  * as the document change. Index rows stay when a node or edge is deleted (an undo on a

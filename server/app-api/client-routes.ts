@@ -46,7 +46,7 @@ function disconnect(live: LiveDocs, orgId: string, userId: string): void {
 }
 
 /**
- * The app-API routes the web app needs beyond DESIGN.md Contract 2's table: invite
+ * The app-API routes the web app needs beyond docs/design.md Contract 2's table: invite
  * previews, members' roles and removal, deleting a column, deleting one's own comment,
  * and mind maps and node images as a person. Members of the organisation only (404 for
  * anyone else); managing members needs owner or admin (403 otherwise).
@@ -191,7 +191,7 @@ export function clientRoutes(router: Router, deps: ClientRouteDeps): void {
 
   /**
    * Deletes one's own comment, permanently. People write comments as Yjs edits but never
-   * remove anything from the document themselves (DESIGN.md), so removal comes here. A
+   * remove anything from the document themselves (docs/design.md), so removal comes here. A
    * comment by someone else (an agent, another person) is 403.
    */
   on('DELETE', '/comments/:commentId', async (_req, { user, org, params }) => {

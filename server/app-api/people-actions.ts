@@ -44,7 +44,7 @@ export interface PeopleActionDeps {
 const ARCHIVED_PAGE = { default: 50, max: 200 }
 
 /**
- * What people do to the board in the app and agents cannot (DESIGN.md, Contract 2): take
+ * What people do to the board in the app and agents cannot (docs/design.md, Contract 2): take
  * back a claim, delete a card, remove a card's project, set a column's role or fire, list
  * archived cards and put one back on the board. Each is one write with a `person` origin,
  * committed in one transaction with its claim rows, history rows and change rows. Members

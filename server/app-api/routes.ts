@@ -95,7 +95,7 @@ function deviceCookieOf(req: IncomingMessage): string | undefined {
 
 type Handler = (req: IncomingMessage, res: ServerResponse, params: Params) => Promise<void>
 
-/** The app API of DESIGN.md Contract 2: sessions, organisations, keys, invites, projects, sync tokens. */
+/** The app API of docs/design.md Contract 2: sessions, organisations, keys, invites, projects, sync tokens. */
 export function appRoutes(router: Router, deps: AppDeps): void {
   const { db, config } = deps
   const clock = deps.clock ?? systemClock

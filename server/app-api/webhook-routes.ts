@@ -26,7 +26,7 @@ function webhookIdOf(p: Params): string {
 }
 
 /**
- * Webhook management in the app API (DESIGN.md Contract 2), for owners and admins only:
+ * Webhook management in the app API (docs/design.md Contract 2), for owners and admins only:
  * a member gets 403, a person outside the organisation 404.
  *
  * - `POST /api/app/orgs/:orgId/webhooks` `{ url, events }` → 201 `{ webhook, secret }`;

@@ -3,7 +3,7 @@ import { hmacBase64url, safeEqual } from '../auth/crypto.ts'
 import { sharedSecret } from '../auth/secrets.ts'
 import type { Config } from '../config.ts'
 
-/** How long a screenshot link works (DESIGN.md: signed links valid for 10 minutes). */
+/** How long a screenshot link works (docs/design.md: signed links valid for 10 minutes). */
 export const LINK_TTL_SECONDS = 600
 
 const secrets = new WeakMap<Db, Promise<string>>()

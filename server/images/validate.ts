@@ -6,7 +6,7 @@ import { checkPng, PNG_SIGNATURE } from './png.ts'
 import { checkWebp } from './webp.ts'
 
 /**
- * Strict image validation, in our own code and structural only (DESIGN.md): the format is
+ * Strict image validation, in our own code and structural only (docs/design.md): the format is
  * proved from the bytes, the headers' dimensions are capped before anything looks at the
  * pixels, and the container is walked to its end, so truncated files and (for PNG and
  * WebP) trailing data are refused. Nothing is decoded. Pure: no I/O, never throws on any

@@ -9,7 +9,7 @@ import type { Db, Queryable } from '../../persistence/db.ts'
  * deleted content left behind). Updates commute, so rows may be merged in any grouping.
  */
 
-/** Merging thousands of updates in one call is quadratic-ish (DESIGN.md); chunk it. */
+/** Merging thousands of updates in one call is quadratic-ish (docs/design.md); chunk it. */
 const MERGE_CHUNK = 256
 
 export const LEVEL = { update: 0, merged: 1, snapshot: 2 } as const

@@ -25,7 +25,7 @@ export const LAYOUT_V2 = '009_layout_v2 (board documents)'
 
 /**
  * Moves a database written by version 1 of the live documents (everything an
- * organisation ever did in its board document) to version 2 (DESIGN.md, Contract 3): each
+ * organisation ever did in its board document) to version 2 (docs/design.md, Contract 3): each
  * card's comments and screenshots go to its own document `<orgId>/tasks/<taskId>` and to
  * their index tables; archived cards go to `archived_tasks` with their stats; cards on the
  * board get their `stats`; the board document loses its comments, screenshots, archived

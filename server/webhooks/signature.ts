@@ -2,7 +2,7 @@ import { createHmac, randomBytes } from 'node:crypto'
 
 const SECRET_PREFIX = 'whsec_'
 
-/** A new endpoint secret: `whsec_` + base64 of 32 random bytes (DESIGN.md). */
+/** A new endpoint secret: `whsec_` + base64 of 32 random bytes (docs/design.md). */
 export function newWebhookSecret(): string {
   return `${SECRET_PREFIX}${randomBytes(32).toString('base64')}`
 }

@@ -2,7 +2,7 @@ import { z } from 'zod'
 import { COLUMN_ROLES, LIMITS } from '../constants.ts'
 import { bool, oneOf, text } from './common.ts'
 
-/** Bodies of the app API (DESIGN.md Contract 2): what the web client and scripts send as a person. */
+/** Bodies of the app API (docs/design.md Contract 2): what the web client and scripts send as a person. */
 
 const email = z
   .string({

@@ -39,7 +39,7 @@ export const taskType = oneOf('type', TASK_TYPES)
 export const priority = oneOf('priority', PRIORITIES)
 
 /**
- * Identity params every write accepts (DESIGN.md): agents sharing one key are told apart
+ * Identity params every write accepts (docs/design.md): agents sharing one key are told apart
  * by name; a write that sends none is checked by key only.
  */
 export const identity = {

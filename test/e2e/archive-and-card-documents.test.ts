@@ -6,7 +6,7 @@ import { STORAGES } from '../support/storage.ts'
 import { card, launchBrowser, openBoard, signedInContext, watchErrors } from './support.ts'
 
 /**
- * Version 2 of the live documents in the app (DESIGN.md Contract 3): archived cards leave
+ * Version 2 of the live documents in the app (docs/design.md Contract 3): archived cards leave
  * the board and are listed from the server; comments live in each card's own document,
  * opened with the card; and what a person did offline to a card that left meanwhile is
  * applied or handed back, never silently dropped.

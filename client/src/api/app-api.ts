@@ -2,7 +2,7 @@ import { z } from 'zod/mini'
 import { COLUMN_ROLES, MEMBER_ROLES } from '../../../shared/constants.ts'
 import { api, apiVoid } from './http.ts'
 
-/** Every app-API route the web app calls (DESIGN.md Contract 2 plus client-routes), with the answer's shape. */
+/** Every app-API route the web app calls (docs/design.md Contract 2 plus client-routes), with the answer's shape. */
 
 const user = z.looseObject({ id: z.string(), email: z.string(), name: z.string() })
 export type User = z.infer<typeof user>

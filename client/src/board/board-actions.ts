@@ -7,7 +7,7 @@ import { uuid } from '../ids.ts'
 import type { BoardStore } from './board-store.ts'
 
 /**
- * A person's edits to the board document (DESIGN.md Contract 3). These are plain Yjs
+ * A person's edits to the board document (docs/design.md Contract 3). These are plain Yjs
  * edits; the server checks them and reverts what the rules refuse, saying why, and stamps
  * what it owns (updatedAt, createdAt, authorship, editedAt), so the app writes only the
  * fields a person changes. It never removes a card, column, project or comment from the
@@ -135,7 +135,7 @@ export function moveTask(doc: Y.Doc, taskId: string, columnId: string, position:
 
 /**
  * Archives a card: the server takes it off the board in the transaction that accepts the
- * edit (DESIGN.md Contract 3). Putting it back is the app API's restore, since the card is
+ * edit (docs/design.md Contract 3). Putting it back is the app API's restore, since the card is
  * no longer in the document to edit.
  */
 export function archiveTask(doc: Y.Doc, taskId: string): void {

@@ -3,7 +3,7 @@
  * card, keyboard drags (Space to pick up, arrows, Space to drop), auto-scrolling, and a
  * small store columns subscribe to narrowly so a move re-renders at most two columns.
  * Nothing is written to the document until the drop: the drag in progress travels through
- * awareness only (DESIGN.md: every overwritten value costs bytes forever).
+ * awareness only (docs/design.md: every overwritten value costs bytes forever).
  */
 
 import { Emitter } from '../store.ts'

@@ -7,7 +7,7 @@ import { LOCAL } from './board-actions.ts'
  * A person's edits to cards that the server has not acknowledged yet, remembered on the
  * device until it has. An edit made offline to a card that someone archived (or deleted)
  * meanwhile lands on a card no longer on the board, where Yjs keeps it out of sight: the
- * server never sees it. DESIGN.md's rule is that such an edit is applied to the archived
+ * server never sees it. docs/design.md's rule is that such an edit is applied to the archived
  * card or shown to the person as refused, never silently dropped; this is how the app
  * knows which edits those were, field by field, so it can offer to restore the card and
  * apply them again.

@@ -14,7 +14,7 @@ import { Emitter } from '../store.ts'
 import { useWorkspace } from '../workspace.tsx'
 
 /**
- * One card's own document (DESIGN.md Contract 3: `<orgId>/tasks/<taskId>`), read for the
+ * One card's own document (docs/design.md Contract 3: `<orgId>/tasks/<taskId>`), read for the
  * card panel: its thread and screenshots as snapshots that change identity only when
  * their content does (comments written offline are watched by unsent-comments.ts).
  */

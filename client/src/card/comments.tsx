@@ -11,7 +11,7 @@ import { toast } from '../ui/toast.tsx'
 import { useWorkspace } from '../workspace.tsx'
 import { type CardStore, useCardComments } from './card-store.ts'
 
-/** Robot accounts of API keys write as key-<id>@agents.<host> (DESIGN.md). */
+/** Robot accounts of API keys write as key-<id>@agents.<host> (docs/design.md). */
 export const ROBOT_EMAIL = /^key-[0-9a-f-]+@agents\./i
 
 export function relativeTime(iso: string): string {

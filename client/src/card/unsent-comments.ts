@@ -14,7 +14,7 @@ import { changedKeys, type LiveDoc } from '../live/live-doc.ts'
  * remembered on the device (by id, beside the document's own IndexedDB copy) until it
  * has. A comment written offline on a card that is deleted before the device reconnects
  * cannot be stored anywhere: its words are handed back to the person instead of vanishing
- * with the document (DESIGN.md: nothing a person wrote is silently dropped).
+ * with the document (docs/design.md: nothing a person wrote is silently dropped).
  */
 
 const SUFFIX = '#unsent-comments'

@@ -67,7 +67,7 @@ export class LiveDoc {
         if (notice) for (const l of this.noticeListeners) l(notice)
       },
     })
-    // Several providers share one socket, and each must attach itself (DESIGN.md).
+    // Several providers share one socket, and each must attach itself (docs/design.md).
     this.provider.attach()
   }
 

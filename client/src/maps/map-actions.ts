@@ -5,7 +5,7 @@ import { LOCAL } from '../board/board-actions.ts'
 import { uuid } from '../ids.ts'
 
 /**
- * A person's edits to a map document (DESIGN.md Contract 3): plain Yjs edits. Positions are
+ * A person's edits to a map document (docs/design.md Contract 3): plain Yjs edits. Positions are
  * written once, when a drag ends; the drag in progress travels through awareness only.
  */
 
