@@ -22,13 +22,16 @@ const POSITION_NOTE = 'Leave position out to append at the bottom; that is the a
 const ERRORS_NOTE =
   'Failures are tool errors (isError) with { status, error }: 400 fix the params named in the message; 404 the id is stale, re-read; 403 do not retry; 429 wait retryAfter seconds and slow down; 500 retry once after a short pause.'
 
-/** The MCP tool description of one action: its own text, then the notes that apply. */
+/**
+ * The MCP tool description of one action: its own text, then the notes that apply to it.
+ * What applies to every tool (the recommended loop, what each error status asks of you)
+ * is written once, in the server's instructions, rather than in 35 descriptions.
+ */
 export function toolDescription(spec: ActionSpec, takesPosition: boolean): string {
   const notes = [spec.description]
   if (spec.claimLocked) notes.push(CLAIM_LOCK_NOTE)
   if (spec.write) notes.push(IDENTITY_NOTE)
   if (takesPosition) notes.push(POSITION_NOTE)
-  notes.push(ERRORS_NOTE, RECOMMENDED_LOOP)
   return notes.join('\n\n')
 }
 

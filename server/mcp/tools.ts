@@ -25,40 +25,68 @@ import { serverInstructions, toolDescription, toolTitle } from './guidance.ts'
 export const SERVER_NAME = 'corkboard'
 export const SERVER_VERSION = '0.1.0'
 
+/**
+ * A JSON schema as sent in tools/list, without what says nothing to a client: the `$schema`
+ * dialect (MCP's is 2020-12), the regular expressions zod writes beside a `format` (uuid,
+ * date-time: the format says the same in a word, and the SDK's validator knows it), the
+ * safe-integer bounds zod puts on every integer, and for answers (`open`) the closed
+ * objects: answers may gain fields, as contracts change by adding.
+ */
+function compact<T>(schema: T, open: boolean): T {
+  if (Array.isArray(schema)) return schema.map((s) => compact(s, open)) as T
+  if (typeof schema !== 'object' || schema === null) return schema
+  const out: Record<string, unknown> = {}
+  const node = orNull(schema as Record<string, unknown>)
+  const formatted = typeof node.format === 'string'
+  for (const [k, v] of Object.entries(node)) {
+    if (k === '$schema') continue
+    if (k === 'pattern' && formatted) continue
+    if (k === 'minimum' && v === Number.MIN_SAFE_INTEGER) continue
+    if (k === 'maximum' && v === Number.MAX_SAFE_INTEGER) continue
+    if (open && k === 'additionalProperties' && v === false) continue
+    out[k] = compact(v, open)
+  }
+  return out as T
+}
+
+/**
+ * `anyOf: [X, { type: 'null' }]`, as zod writes a nullable value, as X with `null` added
+ * to its type (and to its enum): the same values, in a third of the text.
+ */
+function orNull(node: Record<string, unknown>): Record<string, unknown> {
+  const options = node.anyOf
+  if (!Array.isArray(options) || options.length !== 2 || Object.keys(node).length !== 1) {
+    return node
+  }
+  const isNull = (o: unknown) =>
+    typeof o === 'object' &&
+    o !== null &&
+    Object.keys(o).length === 1 &&
+    (o as { type?: unknown }).type === 'null'
+  const other = options.find((o) => !isNull(o)) as Record<string, unknown> | undefined
+  if (!other || !options.some(isNull) || typeof other.type !== 'string') return node
+  const merged: Record<string, unknown> = { ...other, type: [other.type, 'null'] }
+  if (Array.isArray(other.enum)) merged.enum = [...other.enum, null]
+  return merged
+}
+
 /** The JSON Schema of what a caller sends to an action, from the action's zod schema. */
 export function inputJsonSchema(name: ActionName): Tool['inputSchema'] {
-  const schema = z.toJSONSchema(actions[name].input, { io: 'input', target: 'draft-2020-12' })
+  const schema = compact(
+    z.toJSONSchema(actions[name].input, { io: 'input', target: 'draft-2020-12' }),
+    false,
+  )
   if (schema.type !== 'object') {
     throw new Error(`the params of ${name} must be a JSON object schema, got ${schema.type}`)
   }
   return schema as Tool['inputSchema']
 }
 
-/**
- * A JSON schema without the regular expressions zod writes beside a `format` (uuid,
- * date-time): the format says the same to a client (the SDK's validator knows them), in a
- * word rather than two hundred characters repeated in every record of every tool.
- */
-function withoutFormatPatterns<T>(schema: T): T {
-  if (Array.isArray(schema)) return schema.map(withoutFormatPatterns) as T
-  if (typeof schema !== 'object' || schema === null) return schema
-  const out: Record<string, unknown> = {}
-  const node = schema as Record<string, unknown>
-  const formatted = typeof node.format === 'string'
-  for (const [k, v] of Object.entries(node)) {
-    if (k === 'pattern' && formatted) continue
-    // zod bounds every integer by the safe range, which says nothing a client needs.
-    if (k === 'minimum' && v === Number.MIN_SAFE_INTEGER) continue
-    if (k === 'maximum' && v === Number.MAX_SAFE_INTEGER) continue
-    out[k] = withoutFormatPatterns(v)
-  }
-  return out as T
-}
-
 /** What the tool answers (its structured content on success), from the action table. */
 function outputJsonSchema(name: ActionName): NonNullable<Tool['outputSchema']> {
-  const { $schema: _dialect, ...schema } = withoutFormatPatterns(
+  const schema = compact(
     z.toJSONSchema(actions[name].output, { io: 'output', target: 'draft-2020-12' }),
+    true,
   )
   if (schema.type !== 'object') {
     throw new Error(`the result of ${name} must be a JSON object schema, got ${schema.type}`)

@@ -1,4 +1,6 @@
 import { spawnSync } from 'node:child_process'
+import { Ajv2020 } from 'ajv/dist/2020.js'
+import addFormats from 'ajv-formats'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { z } from 'zod'
 import { actionNames, actions } from '../../shared/actions.ts'
@@ -71,7 +73,12 @@ describe.each(STORAGES)('MCP tools (%s)', (kind) => {
       const { tools } = await w.mcp.listTools()
       for (const tool of tools) {
         const input = actions[tool.name as keyof typeof actions].input
-        expect(tool.inputSchema).toEqual(z.toJSONSchema(input, { io: 'input' }))
+        // As zod writes it, less what says nothing to a client (server/mcp/tools.ts).
+        const written = JSON.stringify(z.toJSONSchema(input, { io: 'input' }))
+        for (const [name, property] of Object.entries(tool.inputSchema.properties ?? {})) {
+          expect(written, `${tool.name}.${name}`).toContain(`"${name}":`)
+          expect(JSON.stringify(property)).not.toContain('$schema')
+        }
         // And it says the same things the endpoint enforces: the same params, the same
         // required ones, nothing else accepted.
         if (!(input instanceof z.ZodObject))
@@ -83,16 +90,23 @@ describe.each(STORAGES)('MCP tools (%s)', (kind) => {
         const required = Object.keys(shape).filter((k) => !shape[k]?.safeParse(undefined).success)
         expect([...(tool.inputSchema.required ?? [])].sort()).toEqual(required.sort())
         expect(tool.inputSchema.additionalProperties).toBe(false)
+        // A JSON Schema validator (the one the SDK uses) reads both schemas, and refuses
+        // params with an unknown name as the endpoint does.
+        const ajv = new Ajv2020({ strict: false })
+        addFormats.default(ajv)
+        const accepts = ajv.compile(tool.inputSchema)
+        expect(accepts({ __unknown: 1 }), tool.name).toBe(false)
+        expect(() => ajv.compile(tool.outputSchema ?? {}), tool.name).not.toThrow()
       }
     })
 
-    test('each description is the action’s own, plus the advice that applies to it', async () => {
+    test('each description is the action’s own, plus the advice that applies to it; what applies to all is written once, in the instructions', async () => {
       const { tools } = await w.mcp.listTools()
       for (const tool of tools) {
         const spec = actions[tool.name as keyof typeof actions]
         expect(tool.description).toContain(spec.description)
-        expect(tool.description).toMatch(/get_board → get_task → claim_task/)
-        expect(tool.description).toMatch(/release_task \(also when failing\)/)
+        expect(tool.description).not.toMatch(/Recommended loop/)
+        expect(tool.description).not.toMatch(/Failures are tool errors/)
         expect(tool.annotations?.readOnlyHint).toBe(!spec.write)
         expect(tool.description?.includes('409 tool error with holder and expiresAt')).toBe(
           spec.claimLocked,
@@ -102,6 +116,8 @@ describe.each(STORAGES)('MCP tools (%s)', (kind) => {
         expect(tool.description?.includes('Leave position out to append')).toBe(takesPosition)
       }
       expect(w.mcp.getInstructions()).toMatch(/Recommended loop: get_board → get_task/)
+      expect(w.mcp.getInstructions()).toMatch(/release_task \(also when failing\)/)
+      expect(w.mcp.getInstructions()).toMatch(/Failures are tool errors/)
     })
 
     test('every tool has a title and all four annotations, set truthfully', async () => {
