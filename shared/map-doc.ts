@@ -1,4 +1,6 @@
 import type * as Y from 'yjs'
+import type { z } from 'zod'
+import type * as out from './schemas/outputs.ts'
 
 /**
  * The map document (docs/design.md, Contract 3): one per mind map, named
@@ -23,33 +25,15 @@ export function mapDocMaps(doc: Y.Doc): MapDocMaps {
 }
 
 /** A map as the map list shows it. */
-export interface MindMap {
-  id: string
-  title: string
-  createdAt: string
-  updatedAt: string
-}
+export type MindMap = z.output<typeof out.mindMap>
 
 /**
  * A node as the agent endpoint returns it. `imageUrl` is present once an image is set;
  * `color` is null until one is chosen (the canvas then uses its default accent).
  */
-export interface MapNode {
-  id: string
-  mapId: string
-  text: string
-  x: number
-  y: number
-  color: string | null
-  imageUrl?: string
-}
+export type MapNode = z.output<typeof out.mapNode>
 
-export interface MapEdge {
-  id: string
-  mapId: string
-  sourceId: string
-  targetId: string
-}
+export type MapEdge = z.output<typeof out.mapEdge>
 
 /** A node's fields as stored, before the image path is made absolute. */
 export interface StoredNode {

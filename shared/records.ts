@@ -1,30 +1,18 @@
-import type { ColumnRole, Priority, TaskType } from './constants.ts'
+import type { z } from 'zod'
+import type * as out from './schemas/outputs.ts'
 
-/** The records the agent endpoint returns, as the specification names their fields. */
+/**
+ * The records the agent endpoint returns, as the specification names their fields: the
+ * types of the record schemas (shared/schemas/outputs.ts), so each record is written once.
+ */
 
 /**
  * working: live. lapsed: the lease passed and nobody released it (the card is free; the
  * holder may have died). released: its holder handed the card back (`releasedAt`); the
  * specification leaves status values beyond working and lapsed open.
  */
-export type ClaimStatus = 'working' | 'lapsed' | 'released'
-
-export interface ClaimRecord {
-  taskId: string
-  agentName: string | null
-  house: string | null
-  generation: number | null
-  isSubChild: boolean
-  status: ClaimStatus
-  note: string | null
-  startedAt: string
-  updatedAt: string
-  expiresAt: string
-  /** When its holder released it; null unless status is released. */
-  releasedAt: string | null
-  isLive: boolean
-  holder: string
-}
+export type ClaimStatus = ClaimRecord['status']
+export type ClaimRecord = z.output<typeof out.claimRecord>
 
 /**
  * What a card's comments and screenshots add up to. The server keeps it as one JSON value
@@ -48,91 +36,11 @@ export const EMPTY_STATS: TaskStats = {
   lastCommentAuthor: null,
 }
 
-export interface Task {
-  id: string
-  columnId: string
-  projectId: string | null
-  projectName: string | null
-  title: string
-  description: string
-  type: TaskType | null
-  /** Effective level: a card in an on-fire column counts as at least high. */
-  priority: Priority | null
-  ownPriority: Priority | null
-  tags: string[]
-  assigneeIds: string[]
-  position: number
-  createdAt: string
-  updatedAt: string
-  archivedAt: string | null
-  createdByEmail: string
-  claim: ClaimRecord | null
-  commentCount: number
-  imageCount: number
-  lastCommentBy: 'human' | 'agent' | null
-  lastCommentAt: string | null
-  lastCommentAuthor: string | null
-  commentsTruncated?: boolean
-}
-
-export interface TaskSummary {
-  id: string
-  columnId: string
-  projectId: string | null
-  title: string
-  type: TaskType | null
-  priority: Priority | null
-  tags: string[]
-  assigneeIds: string[]
-  commentCount: number
-  imageCount: number
-  lastCommentBy: 'human' | 'agent' | null
-  lastCommentAt: string | null
-  updatedAt: string
-  commentsTruncated?: boolean
-  claimedBy: string | null
-}
-
-export interface Column {
-  id: string
-  title: string
-  position: number
-  role: ColumnRole | null
-  projectId: string | null
-  onFire: boolean
-}
-
-export interface Project {
-  id: string
-  name: string
-  color: string
-  createdAt: string
-}
-
-export interface Comment {
-  id: string
-  taskId: string
-  body: string
-  authorEmail: string
-  agentName: string | null
-  createdAt: string
-  editedAt: string | null
-}
-
-export interface Attachment {
-  id: string
-  taskId: string
-  filename: string
-  mimeType: string
-  size: number
-  createdAt: string
-  /** Short-lived signed link; absent where the specification says no URL is returned. */
-  url?: string
-  urlExpiresAt?: string
-}
-
-export interface Assignee {
-  id: string
-  name: string
-  email: string
-}
+export type Task = z.output<typeof out.task>
+export type TaskSummary = z.output<typeof out.taskSummary>
+export type Column = z.output<typeof out.column>
+export type Project = z.output<typeof out.project>
+export type Comment = z.output<typeof out.comment>
+/** `url` and `urlExpiresAt`: a short-lived signed link, absent where the specification says no URL is returned. */
+export type Attachment = z.output<typeof out.attachment>
+export type Assignee = z.output<typeof out.assignee>
