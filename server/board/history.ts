@@ -62,59 +62,56 @@ function attachment(r: AttachmentRow): StoredAttachment {
 
 type Rows<T> = T & Record<string, unknown>
 
-/** One card's thread, oldest first. */
-export async function commentsOfTask(
+/** A table of a card's entries: its columns, and how a row reads as the stored record. */
+interface EntryTable<R, T> {
+  table: string
+  columns: string
+  read: (row: R) => T
+}
+const COMMENTS: EntryTable<CommentRow, StoredComment> = {
+  table: 'comments',
+  columns: COMMENT,
+  read: comment,
+}
+const ATTACHMENTS: EntryTable<AttachmentRow, StoredAttachment> = {
+  table: 'attachments',
+  columns: ATTACHMENT,
+  read: attachment,
+}
+
+/** The entries of `t` matching `clause` (SQL after `where`), as stored records. */
+async function entries<R, T>(
   q: Queryable,
-  orgId: string,
-  taskId: string,
-): Promise<StoredComment[]> {
-  const rows = await q.query<Rows<CommentRow>>(
-    `select ${COMMENT} from comments where task_id = $1 and org_id = $2 order by created_at, id`,
-    [taskId, orgId],
-  )
-  return rows.map(comment)
+  t: EntryTable<R, T>,
+  clause: string,
+  params: readonly unknown[],
+): Promise<T[]> {
+  const rows = await q.query<Rows<R>>(`select ${t.columns} from ${t.table} where ${clause}`, params)
+  return rows.map(t.read)
+}
+
+const THREAD = 'task_id = $1 and org_id = $2 order by created_at, id'
+const NEWEST = 'org_id = $1 order by created_at desc, id desc limit $2'
+const BY_IDS = 'id = any($1::uuid[]) and org_id = $2'
+
+/** One card's thread, oldest first. */
+export function commentsOfTask(q: Queryable, orgId: string, taskId: string) {
+  return entries(q, COMMENTS, THREAD, [taskId, orgId])
 }
 
 /** One card's screenshots, oldest first. */
-export async function attachmentsOfTask(
-  q: Queryable,
-  orgId: string,
-  taskId: string,
-): Promise<StoredAttachment[]> {
-  const rows = await q.query<Rows<AttachmentRow>>(
-    `select ${ATTACHMENT} from attachments where task_id = $1 and org_id = $2
-      order by created_at, id`,
-    [taskId, orgId],
-  )
-  return rows.map(attachment)
+export function attachmentsOfTask(q: Queryable, orgId: string, taskId: string) {
+  return entries(q, ATTACHMENTS, THREAD, [taskId, orgId])
 }
 
 /** The organisation's newest comments, newest first (get_board's include cap). */
-export async function newestComments(
-  q: Queryable,
-  orgId: string,
-  limit: number,
-): Promise<StoredComment[]> {
-  const rows = await q.query<Rows<CommentRow>>(
-    `select ${COMMENT} from comments where org_id = $1
-      order by created_at desc, id desc limit $2`,
-    [orgId, limit],
-  )
-  return rows.map(comment)
+export function newestComments(q: Queryable, orgId: string, limit: number) {
+  return entries(q, COMMENTS, NEWEST, [orgId, limit])
 }
 
 /** The organisation's newest screenshots, newest first (get_board's include cap). */
-export async function newestAttachments(
-  q: Queryable,
-  orgId: string,
-  limit: number,
-): Promise<StoredAttachment[]> {
-  const rows = await q.query<Rows<AttachmentRow>>(
-    `select ${ATTACHMENT} from attachments where org_id = $1
-      order by created_at desc, id desc limit $2`,
-    [orgId, limit],
-  )
-  return rows.map(attachment)
+export function newestAttachments(q: Queryable, orgId: string, limit: number) {
+  return entries(q, ATTACHMENTS, NEWEST, [orgId, limit])
 }
 
 export async function commentsByIds(
@@ -123,11 +120,7 @@ export async function commentsByIds(
   ids: readonly string[],
 ): Promise<Map<string, StoredComment>> {
   if (ids.length === 0) return new Map()
-  const rows = await q.query<Rows<CommentRow>>(
-    `select ${COMMENT} from comments where id = any($1::uuid[]) and org_id = $2`,
-    [ids, orgId],
-  )
-  return new Map(rows.map((r) => [r.id, comment(r)]))
+  return new Map((await entries(q, COMMENTS, BY_IDS, [ids, orgId])).map((c) => [c.id, c]))
 }
 
 export async function attachmentsByIds(
@@ -136,11 +129,7 @@ export async function attachmentsByIds(
   ids: readonly string[],
 ): Promise<Map<string, StoredAttachment>> {
   if (ids.length === 0) return new Map()
-  const rows = await q.query<Rows<AttachmentRow>>(
-    `select ${ATTACHMENT} from attachments where id = any($1::uuid[]) and org_id = $2`,
-    [ids, orgId],
-  )
-  return new Map(rows.map((r) => [r.id, attachment(r)]))
+  return new Map((await entries(q, ATTACHMENTS, BY_IDS, [ids, orgId])).map((a) => [a.id, a]))
 }
 
 /** A comment by id, or 404 (missing and foreign alike). */

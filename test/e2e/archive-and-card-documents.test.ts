@@ -1,9 +1,8 @@
-import type { Browser, BrowserContext, Page } from 'playwright-core'
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import type { BrowserContext, Page } from 'playwright-core'
+import { describe, expect, test } from 'vitest'
 import type { Agent } from '../support/client.ts'
-import { startServer, type TestServer } from '../support/server.ts'
 import { STORAGES } from '../support/storage.ts'
-import { card, launchBrowser, openBoard, signedInContext, watchErrors } from './support.ts'
+import { card, openBoard, serverAndBrowser, signedInContext, watchErrors } from './support.ts'
 
 /**
  * Version 2 of the live documents in the app (docs/design.md Contract 3): archived cards leave
@@ -12,19 +11,10 @@ import { card, launchBrowser, openBoard, signedInContext, watchErrors } from './
  * applied or handed back, never silently dropped.
  */
 describe.each(STORAGES)('archived cards and card documents in the app (%s)', (kind) => {
-  let server: TestServer
-  let browser: Browser
-
-  beforeAll(async () => {
-    ;[server, browser] = await Promise.all([startServer(kind), launchBrowser()])
-  })
-  afterAll(async () => {
-    await browser?.close()
-    await server?.close()
-  })
+  const running = serverAndBrowser(kind)
 
   async function start(titles: string[]) {
-    const session = await signedInContext(browser, server.url)
+    const session = await signedInContext(running.browser, running.server.url)
     const errors = watchErrors(session.page)
     const { columns } = await session.agent.ok('list_columns')
     const backlog: string = columns[0].id

@@ -14,6 +14,7 @@ import {
   launchBrowser,
   pngBase64,
   screenshot,
+  serverAndBrowser,
   signedInContext,
   watchErrors,
 } from './support.ts'
@@ -54,19 +55,13 @@ async function newMap(page: Page, orgId: string, title: string): Promise<string>
 }
 
 describe.each(STORAGES)('mind-map canvas persistence (%s)', (kind) => {
-  let server: TestServer
-  let browser: Browser
-
-  beforeAll(async () => {
-    ;[server, browser] = await Promise.all([startServer(kind), launchBrowser()])
-  })
-  afterAll(async () => {
-    await browser?.close()
-    await server?.close()
-  })
+  const running = serverAndBrowser(kind)
 
   test('a node dragged on the canvas keeps its position after reload (written once, at the drop)', async () => {
-    const { context, page, agent, orgId } = await signedInContext(browser, server.url)
+    const { context, page, agent, orgId } = await signedInContext(
+      running.browser,
+      running.server.url,
+    )
     const mapId = await newMap(page, orgId, 'Roadmap')
     const [node] = (
       await agent.ok('create_nodes', { mapId, nodes: [{ text: 'Drag me', x: 0, y: 0 }] })

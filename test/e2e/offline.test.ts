@@ -1,23 +1,22 @@
-import type { Browser } from 'playwright-core'
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { startServer, type TestServer } from '../support/server.ts'
+import { describe, expect, test } from 'vitest'
 import { STORAGES } from '../support/storage.ts'
-import { card, column, launchBrowser, openBoard, signedInContext, watchErrors } from './support.ts'
+import {
+  card,
+  column,
+  openBoard,
+  serverAndBrowser,
+  signedInContext,
+  watchErrors,
+} from './support.ts'
 
 describe.each(STORAGES)('offline editing (%s)', (kind) => {
-  let server: TestServer
-  let browser: Browser
-
-  beforeAll(async () => {
-    ;[server, browser] = await Promise.all([startServer(kind), launchBrowser()])
-  })
-  afterAll(async () => {
-    await browser?.close()
-    await server?.close()
-  })
+  const running = serverAndBrowser(kind)
 
   test('the app reopens without a connection, edits made offline are kept, and they reach the server after reconnecting', async () => {
-    const { context, page, agent, orgId } = await signedInContext(browser, server.url)
+    const { context, page, agent, orgId } = await signedInContext(
+      running.browser,
+      running.server.url,
+    )
     const errors = watchErrors(page)
     await openBoard(page, orgId)
     const board = await agent.ok('get_board')
