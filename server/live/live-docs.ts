@@ -314,9 +314,9 @@ export class LiveDocs {
 
   /** Sends a notice to this process's connections to its document. */
   private noticeHere(notice: Notice): void {
-    for (const document of this.registry.documents()) {
-      if (document.name !== notice.documentName) continue
-      for (const connection of document.getConnections()) connection.sendStateless(notice.payload)
+    const document = this.registry.loaded(notice.documentName)
+    for (const connection of document?.getConnections() ?? []) {
+      connection.sendStateless(notice.payload)
     }
   }
 

@@ -134,11 +134,17 @@ describe('the mind-map canvas in real Chromium', () => {
     await expect.poll(() => page.locator('.react-flow__edge').count()).toBe(4)
   })
 
+  /** The new thought's text box shows and has the caret (it never gets it without the fix). */
+  const focusedOnThought = () =>
+    expect
+      .poll(() => page.evaluate(() => document.activeElement?.getAttribute('aria-label')))
+      .toBe('Thought text')
+
   test('a new thought takes the focus: what you type after “Add thought” or a double-click becomes its text', async () => {
     await page.getByRole('button', { name: 'Add thought' }).click()
     // A person types once the new thought's box shows. Typed as keys, not filled into a
     // field: they go wherever the focus is.
-    await page.getByLabel('Thought text').waitFor()
+    await focusedOnThought()
     await page.keyboard.type('Typed after the button')
     await page.keyboard.press('Enter')
     await expect
@@ -148,7 +154,7 @@ describe('the mind-map canvas in real Chromium', () => {
     const pane = await page.locator('.react-flow__pane').boundingBox()
     if (!pane) throw new Error('no canvas')
     await page.mouse.dblclick(pane.x + 140, pane.y + 100)
-    await page.getByLabel('Thought text').waitFor()
+    await focusedOnThought()
     await page.keyboard.type('Typed after a double-click')
     await page.keyboard.press('Enter')
     await expect
