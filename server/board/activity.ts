@@ -195,6 +195,8 @@ class OrgActivity {
 }
 
 const caches = new WeakMap<object, Map<string, OrgActivity>>()
+const lastSweep = new WeakMap<Map<string, OrgActivity>, number>()
+const SWEEP_MS = 60_000
 
 /**
  * The organisation's `activity` as of a read that starts now: every card ever claimed,
@@ -211,8 +213,12 @@ export function activity(
     orgs = new Map()
     caches.set(db, orgs)
   }
-  const idleBefore = Date.now() - IDLE_MS
-  for (const [id, org] of orgs) if (org.lastUsed < idleBefore) orgs.delete(id)
+  // Forgetting idle organisations walks them all: once a minute, not on every read.
+  const wall = Date.now()
+  if (wall - (lastSweep.get(orgs) ?? 0) > SWEEP_MS) {
+    lastSweep.set(orgs, wall)
+    for (const [id, org] of orgs) if (org.lastUsed < wall - IDLE_MS) orgs.delete(id)
+  }
   let org = orgs.get(orgId)
   if (!org) {
     org = new OrgActivity(orgId)
