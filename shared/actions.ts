@@ -36,3 +36,8 @@ void noMisfits
 export function isActionName(name: string): name is ActionName {
   return Object.hasOwn(actions, name)
 }
+
+/** The actions refused with 409 while someone else holds the card (the table's flag). */
+export type ClaimLockedName = {
+  [N in ActionName]: Actions[N]['claimLocked'] extends true ? N : never
+}[ActionName]

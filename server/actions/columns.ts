@@ -4,11 +4,10 @@ import type { ActionInput, ActionResults } from '../../shared/actions.ts'
 import { boardMaps, readColumn, type StoredTask } from '../../shared/board-doc.ts'
 import { POSITION_STEP } from '../../shared/constants.ts'
 import type { ActionContext } from '../agent/context.ts'
-import { badRequest, conflict } from '../api-error.ts'
+import { badRequest } from '../api-error.ts'
 import { archivedRow } from '../board/archive.ts'
 import { BoardView } from '../board/board-view.ts'
 import { archivedInColumn } from '../board/history.ts'
-import { lockLiveClaims } from '../claims/locks.ts'
 import { requireProject } from './tasks.ts'
 
 /** create_column: appended at the end unless `position` is given; organisation-level without projectId. */
@@ -57,8 +56,8 @@ export async function rename_column(
 
 /**
  * delete_column: cards (archived ones count) move to the bottom of destinationColumnId in
- * their order; without a destination a non-empty column is refused. 409 while any card in
- * it is actively worked, by anyone.
+ * their order; without a destination a non-empty column is refused. The claim gate
+ * (server/claims/gate.ts) has refused it with 409 while any card in it is actively worked.
  */
 export async function delete_column(
   ctx: ActionContext,
@@ -78,15 +77,6 @@ export async function delete_column(
       ...view.storedTasks().filter((t) => t.columnId === input.columnId),
       ...archived,
     ].sort((a, b) => a.position - b.position || a.id.localeCompare(b.id))
-    const live = await lockLiveClaims(
-      w.tx,
-      cards.map((c) => c.id),
-    )
-    if (live.length > 0) {
-      throw conflict(
-        `Column ${input.columnId} has ${live.length} card(s) actively worked; it cannot be deleted until their claims are released`,
-      )
-    }
     if (cards.length > 0 && dest === undefined) {
       throw badRequest(
         `Column ${input.columnId} still holds ${cards.length} card(s) (archived ones count); pass destinationColumnId to move them`,

@@ -1,5 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { type ActionName, actionNames, actions, isActionName } from '../../shared/actions.ts'
+import {
+  type ActionInput,
+  type ActionName,
+  actionNames,
+  actions,
+  isActionName,
+} from '../../shared/actions.ts'
 import type { AgentIdentity } from '../../shared/labels.ts'
 import { ApiError } from '../api-error.ts'
 import { type ApiKeyRow, INVALID_KEY_HINT, keyCredentials } from '../auth/api-keys.ts'
@@ -7,7 +13,7 @@ import { type Logger, readJson, sendError, sendJson } from '../http/json.ts'
 import { chargeRequest, policyHeader } from '../rate-limit/limiter.ts'
 import { admit } from './admission.ts'
 import { actionContext, type Services } from './context.ts'
-import { handlers } from './handlers.ts'
+import { perform } from './handlers.ts'
 import { didYouMean } from './suggest.ts'
 import { parseParams } from './validation.ts'
 
@@ -95,9 +101,11 @@ export async function runAdmitted(
     generation: input.generation as number | undefined,
     isSubChild: input.isSubChild as boolean | undefined,
   }
-  const ctx = actionContext(services, key, identity)
-  const handler = handlers[action] as (c: typeof ctx, i: unknown) => Promise<unknown>
-  return handler(ctx, input)
+  return perform(
+    actionContext(services, key, identity),
+    action,
+    input as ActionInput<typeof action>,
+  )
 }
 
 /** `POST /api/agent`: any other method is a 405; failures are `{ error }` bodies. */

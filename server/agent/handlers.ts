@@ -2,6 +2,7 @@ import type { ActionInput, ActionName, ActionResults } from '../../shared/action
 import { boardHandlers } from '../actions/board-handlers.ts'
 import { claimHandlers } from '../actions/claim-handlers.ts'
 import { mapHandlers } from '../actions/map-handlers.ts'
+import { gated } from '../claims/gate.ts'
 import type { ActionContext } from './context.ts'
 
 export type Handler<N extends ActionName> = (
@@ -17,4 +18,17 @@ export const handlers: HandlerMap<ActionName> = {
   ...boardHandlers,
   ...claimHandlers,
   ...mapHandlers,
+}
+
+/**
+ * Runs one action on validated input: the agent endpoint, MCP and the app's routes that
+ * reuse an action all come here, so the claim gate applies to every caller.
+ */
+export function perform<N extends ActionName>(
+  ctx: ActionContext,
+  action: N,
+  input: ActionInput<N>,
+): Promise<ActionResults[N]> {
+  const handler = handlers[action] as Handler<N>
+  return handler(gated(ctx, action, input), input)
 }

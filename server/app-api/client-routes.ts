@@ -7,7 +7,6 @@ import { MEMBER_ROLES, type MemberRole } from '../../shared/constants.ts'
 import { mapDocMaps } from '../../shared/map-doc.ts'
 import { oneOf } from '../../shared/schemas/common.ts'
 import type { OrgMembership, User } from '../accounts.ts'
-import { delete_column } from '../actions/columns.ts'
 import { delete_comment } from '../actions/comments.ts'
 import {
   create_map,
@@ -19,6 +18,7 @@ import {
 } from '../actions/maps.ts'
 import { clear_node_image, set_node_image } from '../actions/nodes.ts'
 import type { Clock } from '../agent/context.ts'
+import { perform } from '../agent/handlers.ts'
 import { parseParams } from '../agent/validation.ts'
 import { ApiError, forbidden, notFound } from '../api-error.ts'
 import { sha256Hex } from '../auth/crypto.ts'
@@ -185,7 +185,7 @@ export function clientRoutes(router: Router, deps: ClientRouteDeps): void {
         ? { destinationColumnId: query.get('destinationColumnId') }
         : {}),
     })
-    const result = await delete_column(personContext(deps, user, org), input)
+    const result = await perform(personContext(deps, user, org), 'delete_column', input)
     return { status: 200, body: result }
   })
 

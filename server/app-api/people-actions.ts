@@ -147,13 +147,14 @@ export function peopleActionRoutes(router: Router, deps: PeopleActionDeps): void
   on('DELETE', '/orgs/:orgId/tasks/:taskId/project', 'any', async (_req, user, org, p) => {
     const taskId = pathId(p, 'taskId')
     const ctx = personContext(deps, user, org)
-    const task = await ctx.writeBoard((w) =>
-      editCard(ctx, w, taskId, {
+    const task = await ctx.writeBoard(async (w) => {
+      await assertUnclaimed(w.tx, org.id, [taskId], now())
+      return editCard(ctx, w, taskId, {
         board: (m) => m.set('projectId', null),
         archived: (t) => ({ ...t, projectId: null }),
         unchanged: (t) => t.projectId === null,
-      }),
-    )
+      })
+    })
     return { status: 200, body: { task } }
   })
 
@@ -244,7 +245,7 @@ export function peopleActionRoutes(router: Router, deps: PeopleActionDeps): void
       if (view.hasTask(taskId)) throw conflict(`Card ${taskId} is on the board, not archived`)
       const archived = await lockArchived(w.tx, org.id, taskId)
       if (!archived) throw new ApiError(404, `No card with taskId ${taskId} in this organisation`)
-      await assertUnclaimed(w.tx, [taskId], now())
+      await assertUnclaimed(w.tx, org.id, [taskId], now())
       const columnId = restoreColumn(view, archived)
       if (!columnId) throw conflict('The board has no column to restore the card into')
       const claim = await lockClaim(w.tx, taskId)

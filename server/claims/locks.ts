@@ -85,6 +85,7 @@ export async function lockTasks(tx: Queryable, taskIds: readonly string[]): Prom
  */
 export async function lockLiveClaims(
   tx: Queryable,
+  orgId: string,
   taskIds: readonly string[],
   now: number = Date.now(),
 ): Promise<ClaimRow[]> {
@@ -94,8 +95,9 @@ export async function lockLiveClaims(
     lockTasks(tx, taskIds),
     tx.query<ClaimRow & Record<string, unknown>>(
       `select * from claims
-        where task_id = any($1::uuid[]) and released_at is null and expires_at > $2::timestamptz`,
-      [taskIds, new Date(now).toISOString()],
+        where org_id = $1 and task_id = any($2::uuid[])
+          and released_at is null and expires_at > $3::timestamptz`,
+      [orgId, taskIds, new Date(now).toISOString()],
     ),
   ])
   return rows
@@ -125,27 +127,16 @@ export function heldByOther(row: ClaimRow, now = Date.now()) {
   )
 }
 
-/** Claim lock: refuses the write with 409 + holder while another actor holds any of these cards. */
-export async function assertClaimsAllow(
-  tx: Queryable,
-  taskIds: readonly string[],
-  actor: Actor,
-): Promise<void> {
-  const now = (actor.clock ?? Date).now()
-  for (const row of await lockLiveClaims(tx, taskIds, now)) {
-    if (!isSameActor(row, actor)) throw heldByOther(row, now)
-  }
-}
-
 /**
  * Claim lock for a person's edit in the app: people never hold claims, so any live claim
  * refuses the write with 409 + holder.
  */
 export async function assertUnclaimed(
   tx: Queryable,
+  orgId: string,
   taskIds: readonly string[],
   now: number,
 ): Promise<void> {
-  const [row] = await lockLiveClaims(tx, taskIds, now)
+  const [row] = await lockLiveClaims(tx, orgId, taskIds, now)
   if (row) throw heldByOther(row, now)
 }

@@ -1,19 +1,14 @@
 import type { Queryable } from '../../persistence/db.ts'
 import { conflict } from '../api-error.ts'
-import {
-  type Actor,
-  type ClaimRow,
-  heldByOther,
-  isLiveRow,
-  isSameActor,
-  lockTasks,
-} from './locks.ts'
+import { type Actor, type ClaimRow, isLiveRow, lockTasks } from './locks.ts'
 
 /**
  * The claim rows in Postgres: the lock itself. Every function here runs inside a
  * transaction from `Db.transaction`, takes the card's claim lock first and decides from
  * the row read after it, so claims on one card are decided one at a time across every
- * connection and process.
+ * connection and process. claim_task, heartbeat_task and release_task run behind the
+ * claim gate (gate.ts), which has already refused them while someone else holds the card:
+ * a live row read here is the caller's own.
  *
  * The decision needs one round trip (lock + read). The row it writes is fully known from
  * that read, so the write is not awaited: it goes out with the COMMIT, which fails (and
@@ -73,14 +68,11 @@ function renew(tx: Queryable, row: ClaimRow, r: ClaimRequest): ClaimRow {
 /**
  * claim_task: a free card (no claim, released or lapsed) gets a new claim for this actor;
  * the live holder claiming again renews its lease and keeps startedAt and the identity it
- * claimed with; anyone else gets 409 + holder.
+ * claimed with.
  */
 export async function acquireClaim(tx: Queryable, r: ClaimRequest): Promise<ClaimRow> {
   const row = await lockClaim(tx, r.taskId)
-  if (row && isLiveRow(row, r.now)) {
-    if (!isSameActor(row, r.actor)) throw heldByOther(row, r.now)
-    return renew(tx, row, r)
-  }
+  if (row && isLiveRow(row, r.now)) return renew(tx, row, r)
   const id = r.actor.identity
   const now = new Date(r.now)
   const created: ClaimRow = {
@@ -125,20 +117,18 @@ export async function acquireClaim(tx: Queryable, r: ClaimRequest): Promise<Clai
 }
 
 /**
- * heartbeat_task: the live holder renews its lease (and note). 409 + holder when someone
- * else holds the card; 409 without holder when nothing live is the caller's.
+ * heartbeat_task: the live holder renews its lease (and note); 409 without holder when
+ * nothing live is the caller's.
  */
 export async function heartbeatClaim(tx: Queryable, r: ClaimRequest): Promise<ClaimRow> {
   const row = await lockClaim(tx, r.taskId)
   if (!row || !isLiveRow(row, r.now)) throw noLiveClaim(r.taskId)
-  if (!isSameActor(row, r.actor)) throw heldByOther(row, r.now)
   return renew(tx, row, r)
 }
 
 /**
  * release_task: the live holder's claim is marked released (its record stays, isLive
- * false) and returned; undefined when nothing live was there to release; 409 + holder when
- * another actor holds the card.
+ * false) and returned; undefined when nothing live was there to release.
  */
 export async function releaseClaim(
   tx: Queryable,
@@ -146,7 +136,6 @@ export async function releaseClaim(
 ): Promise<ClaimRow | undefined> {
   const row = await lockClaim(tx, r.taskId)
   if (!row || !isLiveRow(row, r.now)) return undefined
-  if (!isSameActor(row, r.actor)) throw heldByOther(row, r.now)
   const at = new Date(r.now)
   pipelined(tx, 'update claims set released_at = $2, updated_at = $2 where task_id = $1', [
     r.taskId,

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, onTestFinished, test } from 'vit
 import { openDb } from '../../persistence/db.ts'
 import { ApiError } from '../../server/api-error.ts'
 import type { App } from '../../server/app.ts'
+import { claimLock } from '../../server/claims/gate.ts'
 import type { Actor } from '../../server/claims/locks.ts'
 import { acquireClaim, releaseClaim } from '../../server/claims/store.ts'
 import { Agent, type Person } from '../support/client.ts'
@@ -65,11 +66,14 @@ describe('claim races on real Postgres', () => {
           arrived += 1
           if (arrived === actors.length) everyoneIn.resolve()
           await gate.promise
+          // What claim_task does: the claim gate, then the claim.
+          const now = Date.now()
+          await claimLock(tx, owner.orgId, actor, { taskIds: [task.id] }, now)
           return acquireClaim(tx, {
             orgId: owner.orgId,
             taskId: task.id,
             actor,
-            now: Date.now(),
+            now,
             leaseMs: LEASE_MS,
           })
         }),
