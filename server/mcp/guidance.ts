@@ -1,38 +1,29 @@
 import type { ActionName, ActionSpec } from '../../shared/actions.ts'
 
 /**
- * What an agent needs to use the tools well, written once. Each tool's description is its
- * own row's description from the action table plus the notes below that apply to it,
- * chosen from the row's flags (claimLocked, write) and its schema (a `position` param), so
- * a new action gets the right advice without anyone listing it here.
+ * What an agent needs to use the tools well, written once: what applies to every tool in
+ * the server's instructions, what a parameter means in its schema's description, and in
+ * each tool's description its own row's text plus, from the row's flag, whether the claim
+ * lock applies to it.
  */
 
 /** The specification's recommended loop. */
 export const RECOMMENDED_LOOP =
   'Recommended loop: get_board → get_task → claim_task → do the work → add_comment → move_task → release_task (also when failing) → get_changes with the returned cursor as since.'
 
-const CLAIM_LOCK_NOTE =
-  'Claim locked: while someone else holds the card this returns a 409 tool error with holder and expiresAt: work another card and come back after expiresAt (or ask an owner or admin to release it). A 409 without holder means you hold no live claim: call claim_task again before writing (but if its message says another agent is working on the card, back off). Never retry a 409 in a loop.'
-
-const IDENTITY_NOTE =
-  'Send the same agentName, house and generation you claimed with (a different name is refused); a write without a name is checked by key only.'
-
-const POSITION_NOTE = 'Leave position out to append at the bottom; that is the advised use.'
+/** The one per-tool note: which tools the claim lock applies to (what a 409 asks is in the instructions). */
+const CLAIM_LOCK_NOTE = 'Claim locked: a 409 while someone else holds the card.'
 
 const ERRORS_NOTE =
   'Failures are tool errors (isError) with { status, error }: 400 fix the params named in the message; 404 the id is stale, re-read; 403 do not retry; 429 wait retryAfter seconds and slow down; 500 retry once after a short pause.'
 
 /**
- * The MCP tool description of one action: its own text, then the notes that apply to it.
- * What applies to every tool (the recommended loop, what each error status asks of you)
- * is written once, in the server's instructions, rather than in 35 descriptions.
+ * The MCP tool description of one action: its own text, and for a claim-locked one the
+ * note saying so. What applies to every tool (the loop, the claim lock's 409s, identity,
+ * positions, errors) is written once, in the server's instructions.
  */
-export function toolDescription(spec: ActionSpec, takesPosition: boolean): string {
-  const notes = [spec.description]
-  if (spec.claimLocked) notes.push(CLAIM_LOCK_NOTE)
-  if (spec.write) notes.push(IDENTITY_NOTE)
-  if (takesPosition) notes.push(POSITION_NOTE)
-  return notes.join('\n\n')
+export function toolDescription(spec: ActionSpec): string {
+  return spec.claimLocked ? `${spec.description} ${CLAIM_LOCK_NOTE}` : spec.description
 }
 
 /** `get_board` → `Get board`: the human-readable title clients show. */

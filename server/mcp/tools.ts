@@ -9,6 +9,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js'
 import { z } from 'zod'
 import { type ActionName, actionNames, actions, isActionName } from '../../shared/actions.ts'
+import { claimRecord } from '../../shared/schemas/outputs.ts'
 import { didYouMean } from '../agent/suggest.ts'
 import { serverInstructions, toolDescription, toolTitle } from './guidance.ts'
 
@@ -25,55 +26,101 @@ import { serverInstructions, toolDescription, toolTitle } from './guidance.ts'
 export const SERVER_NAME = 'corkboard'
 export const SERVER_VERSION = '0.1.0'
 
+type Json = Record<string, unknown>
+
+/** Keys whose value is one schema, a list of schemas, or a map of named schemas. */
+const ONE = new Set(['items', 'additionalProperties', 'not', 'contains', 'propertyNames'])
+const LIST = new Set(['anyOf', 'oneOf', 'allOf', 'prefixItems'])
+const MAP = new Set(['properties', '$defs', 'patternProperties'])
+
+const isJson = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v)
+
 /**
  * A JSON schema as sent in tools/list, without what says nothing to a client: the `$schema`
  * dialect (MCP's is 2020-12), the regular expressions zod writes beside a `format` (uuid,
  * date-time: the format says the same in a word, and the SDK's validator knows it), the
- * safe-integer bounds zod puts on every integer, and for answers (`open`) the closed
- * objects: answers may gain fields, as contracts change by adding.
+ * safe-integer bounds zod puts on every integer, the `type` beside an `enum` (the values say
+ * it), a description repeated inside the branches of a described union, and for answers
+ * (`open`) the closed objects (answers may gain fields, as contracts change by adding), the
+ * formats (the names say an id or a time, `…At`) and the zero floor of counts.
  */
-function compact<T>(schema: T, open: boolean): T {
-  if (Array.isArray(schema)) return schema.map((s) => compact(s, open)) as T
-  if (typeof schema !== 'object' || schema === null) return schema
-  const out: Record<string, unknown> = {}
-  const node = orNull(schema as Record<string, unknown>)
-  const formatted = typeof node.format === 'string'
+function compact(schema: Json, open: boolean): Json {
+  const node = orNull(schema)
+  const out: Json = {}
   for (const [k, v] of Object.entries(node)) {
     if (k === '$schema') continue
-    if (k === 'pattern' && formatted) continue
+    if (k === 'pattern' && typeof node.format === 'string') continue
     if (k === 'minimum' && v === Number.MIN_SAFE_INTEGER) continue
     if (k === 'maximum' && v === Number.MAX_SAFE_INTEGER) continue
+    if (k === 'type' && Array.isArray(node.enum)) continue
     if (open && k === 'additionalProperties' && v === false) continue
-    out[k] = compact(v, open)
+    if (open && (k === 'format' || (k === 'minimum' && v === 0))) continue
+    if (ONE.has(k) && isJson(v)) out[k] = compact(v, open)
+    else if (LIST.has(k) && Array.isArray(v)) {
+      const described = typeof node.description === 'string'
+      out[k] = v.map((s: Json) => {
+        const { description: _inner, ...branch } = s
+        return compact(described ? branch : s, open)
+      })
+    } else if (MAP.has(k) && isJson(v)) {
+      out[k] = Object.fromEntries(
+        Object.entries(v).map(([name, s]) => [name, compact(s as Json, open)]),
+      )
+    } else out[k] = v
   }
-  return out as T
+  return out
 }
 
 /**
  * `anyOf: [X, { type: 'null' }]`, as zod writes a nullable value, as X with `null` added
  * to its type (and to its enum): the same values, in a third of the text.
  */
-function orNull(node: Record<string, unknown>): Record<string, unknown> {
+function orNull(node: Json): Json {
   const options = node.anyOf
   if (!Array.isArray(options) || options.length !== 2 || Object.keys(node).length !== 1) {
     return node
   }
   const isNull = (o: unknown) =>
-    typeof o === 'object' &&
-    o !== null &&
-    Object.keys(o).length === 1 &&
-    (o as { type?: unknown }).type === 'null'
-  const other = options.find((o) => !isNull(o)) as Record<string, unknown> | undefined
+    isJson(o) && Object.keys(o).length === 1 && (o as { type?: unknown }).type === 'null'
+  const other = options.find((o) => !isNull(o)) as Json | undefined
   if (!other || !options.some(isNull) || typeof other.type !== 'string') return node
-  const merged: Record<string, unknown> = { ...other, type: [other.type, 'null'] }
+  const merged: Json = { ...other, type: [other.type, 'null'] }
   if (Array.isArray(other.enum)) merged.enum = [...other.enum, null]
   return merged
+}
+
+/**
+ * Records an answer holds more than once (a task's claim beside the claims list) are
+ * written once, under `$defs`; one used once is written in place.
+ */
+const records = z.registry<{ id: string }>()
+records.add(claimRecord, { id: 'Claim' })
+
+function inlineSingleUse(schema: Json): Json {
+  const defs = isJson(schema.$defs) ? schema.$defs : undefined
+  if (!defs) return schema
+  const text = JSON.stringify(schema)
+  const once = new Set(
+    Object.keys(defs).filter((n) => text.split(`"#/$defs/${n}"`).length - 1 === 1),
+  )
+  if (once.size === 0) return schema
+  const inline = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.map(inline)
+    if (!isJson(v)) return v
+    const target = typeof v.$ref === 'string' ? v.$ref.replace('#/$defs/', '') : undefined
+    if (target && once.has(target)) return inline(defs[target])
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, inline(x)]))
+  }
+  const { $defs: _all, ...rest } = schema
+  const kept = Object.entries(defs).filter(([n]) => !once.has(n))
+  const out = inline(rest) as Json
+  return kept.length > 0 ? { ...out, $defs: Object.fromEntries(kept) } : out
 }
 
 /** The JSON Schema of what a caller sends to an action, from the action's zod schema. */
 export function inputJsonSchema(name: ActionName): Tool['inputSchema'] {
   const schema = compact(
-    z.toJSONSchema(actions[name].input, { io: 'input', target: 'draft-2020-12' }),
+    z.toJSONSchema(actions[name].input, { io: 'input', target: 'draft-2020-12' }) as Json,
     false,
   )
   if (schema.type !== 'object') {
@@ -84,10 +131,12 @@ export function inputJsonSchema(name: ActionName): Tool['inputSchema'] {
 
 /** What the tool answers (its structured content on success), from the action table. */
 function outputJsonSchema(name: ActionName): NonNullable<Tool['outputSchema']> {
-  const schema = compact(
-    z.toJSONSchema(actions[name].output, { io: 'output', target: 'draft-2020-12' }),
-    true,
-  )
+  const written = z.toJSONSchema(actions[name].output, {
+    io: 'output',
+    target: 'draft-2020-12',
+    metadata: records,
+  }) as Json
+  const schema = compact(inlineSingleUse(written), true)
   if (schema.type !== 'object') {
     throw new Error(`the result of ${name} must be a JSON object schema, got ${schema.type}`)
   }
@@ -101,13 +150,12 @@ function buildTools(): Tool[] {
     return {
       name,
       title: toolTitle(name),
-      description: toolDescription(spec, Object.hasOwn(inputSchema.properties ?? {}, 'position')),
+      description: toolDescription(spec),
       inputSchema,
       outputSchema: outputJsonSchema(name),
       // All four set, from the table: a client assumes the worst of a hint left out (an
       // unset destructiveHint reads as destructive).
       annotations: {
-        title: toolTitle(name),
         readOnlyHint: !spec.write,
         destructiveHint: spec.destructive,
         idempotentHint: spec.idempotent,

@@ -35,7 +35,7 @@ export const boardActions = {
     destructive: false,
     idempotent: true,
     description:
-      'Read the board: every column, every non-archived card (with its claim, comment and image counts) and the organisation-wide claim activity. Filters (projectId, columnId, tag, priority, lastCommentBy) combine; summary:true returns a compact card form; include adds the newest comments/attachments.',
+      'Read the board: every column, every non-archived card (with its claim, comment and image counts) and the organisation-wide claim activity. The filters combine.',
   }),
   get_task: spec({
     input: read.get_task,
@@ -74,8 +74,7 @@ export const boardActions = {
     claimLocked: false,
     destructive: false,
     idempotent: false,
-    description:
-      'Create a card in a column. Leave position out to append it to the bottom (advised). type is one of bug, feature, improvement, chore, question, research; leaving priority out leaves the card untriaged.',
+    description: 'Create a card in a column; leaving priority out leaves it untriaged.',
   }),
   update_task: spec({
     input: tasks.update_task,
@@ -85,7 +84,7 @@ export const boardActions = {
     destructive: true,
     idempotent: true,
     description:
-      'Update only the fields sent (title, description, projectId, type, priority; at least one). An empty string clears description, type or priority. Refused with 409 while another agent holds the card: claim it first, and send the same identity you claimed with.',
+      'Update only the fields sent (title, description, projectId, type, priority; at least one). An empty string clears description, type or priority.',
   }),
   set_task_tags: spec({
     input: tasks.set_task_tags,
@@ -95,7 +94,7 @@ export const boardActions = {
     destructive: true,
     idempotent: true,
     description:
-      'Replace the whole tag set of a card ([] clears it). Tags are trimmed and case duplicates folded; at most 20 tags of at most 40 characters. Claim locked.',
+      'Replace the whole tag set of a card ([] clears it). Tags are trimmed and case duplicates folded; at most 20 tags of at most 40 characters.',
   }),
   move_task: spec({
     input: tasks.move_task,
@@ -105,7 +104,7 @@ export const boardActions = {
     destructive: true,
     idempotent: false,
     description:
-      "Move a card to a column. Leave position out to append it to the bottom (advised). Choose the column whose projectId equals the card's projectId. Claim locked.",
+      "Move a card to a column. Choose the column whose projectId equals the card's projectId.",
   }),
   add_comment: spec({
     input: comments.add_comment,
@@ -144,7 +143,7 @@ export const boardActions = {
     destructive: true,
     idempotent: true,
     description:
-      'Archive a card: it leaves get_board but stays readable with get_task. Idempotent: archiving again returns the original archivedAt. Claim locked.',
+      'Archive a card: it leaves get_board but stays readable with get_task. Idempotent: archiving again returns the original archivedAt.',
   }),
   create_column: spec({
     input: columns.create_column,

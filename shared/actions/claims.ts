@@ -13,7 +13,7 @@ export const claimActions = {
     destructive: false,
     idempotent: false,
     description:
-      'Claim a card before working on it: a real lock, so other agents and people cannot change the card while your claim is live. Returns the claim with expiresAt; call heartbeat_task before then to keep it. Send agentName (and house with generation, or isSubChild with the PARENT name) to be labelled on the board, and send the same identity on every later write to the card. 409 with holder when someone else holds it: work another card.',
+      'Claim a card before working on it: a real lock, so other agents and people cannot change the card while your claim is live. Returns the claim with expiresAt; call heartbeat_task before then to keep it.',
   }),
   heartbeat_task: spec({
     input: claims.heartbeat_task,
@@ -33,7 +33,7 @@ export const claimActions = {
     destructive: true,
     idempotent: true,
     description:
-      'Release your claim when done, also when failing: the card is free and its record in get_board activity reads status released. released:false (not an error) when there was nothing of yours to release. A 409 means another agent has since claimed the card: do not retry.',
+      'Release your claim when done, also when failing: the card is free and its claim reads status released. released:false (not an error) when there was nothing of yours to release.',
   }),
   get_changes: spec({
     input: claims.get_changes,
@@ -43,7 +43,7 @@ export const claimActions = {
     destructive: false,
     idempotent: true,
     description:
-      'What changed since `since`: tasks (archived ones too), columns (with the cards an on-fire change re-prioritised), comments, attachments and claims, in the get_board shape. Omit since to start watching from now. Send the returned cursor back as since; it may repeat a change but never skips one. truncated:true means a list filled up (limit: default 200, max 500 per list): call again at once with the new cursor.',
+      'What changed since `since`: tasks (archived ones too), columns (with the cards an on-fire change re-prioritised), comments, attachments and claims, in the get_board shape. Send the returned cursor back as since; it may repeat a change but never skips one. truncated:true means a list filled up: call again at once.',
   }),
 } as const
 

@@ -91,7 +91,7 @@ export const mapActions = {
     destructive: true,
     idempotent: false,
     description:
-      'Put an image on a node. Send the bytes as plain base64 in imageBase64 (no data: prefix, no whitespace, never a URL): PNG, JPEG, WebP or GIF, at most 3 MB, never resized; PNG or WebP preferred. The image gets a permanent public URL (imageUrl). 30 per minute per organisation.',
+      'Put an image on a node (bytes in imageBase64, never resized; PNG or WebP preferred). The image gets a permanent public URL (imageUrl). 30 per minute per organisation.',
   }),
   clear_node_image: spec({
     input: maps.clear_node_image,
@@ -148,7 +148,7 @@ export const mapActions = {
     destructive: false,
     idempotent: false,
     description:
-      "Attach a screenshot to a card; works under anyone's claim. Send the bytes as plain base64 in imageBase64 (no data: prefix, no whitespace, never a URL): PNG, JPEG, WebP or GIF, at most 3 MB; PNG or WebP preferred. filename (1–100) is a label; its extension comes from the bytes. Stored privately: the reply has no URL; get_task returns short-lived links and the bytes. 30 per minute per organisation.",
+      "Attach a screenshot to a card (bytes in imageBase64; PNG or WebP preferred); works under anyone's claim. Its file extension comes from the bytes. Stored privately: the reply has no URL; get_task returns short-lived links and the bytes. 30 per minute per organisation.",
   }),
 } as const
 

@@ -2,7 +2,9 @@ import { z } from 'zod'
 import { LIMITS } from '../constants.ts'
 import { id, int, params, text, writeParams } from './common.ts'
 
-const note = text('note', LIMITS.claimNote.min, LIMITS.claimNote.max)
+const note = text('note', LIMITS.claimNote.min, LIMITS.claimNote.max).describe(
+  'What you are doing, shown on the board.',
+)
 
 /**
  * claim_task: takes the card's claim for the lease (CLAIM_LEASE_SECONDS). Refused with 409
@@ -40,6 +42,9 @@ export const get_changes = params({
         error: 'since must be an ISO 8601 timestamp with a time zone, such as a returned cursor',
       }),
     )
-    .optional(),
-  limit: int('limit', 1, LIMITS.changesLimit.max).optional(),
+    .optional()
+    .describe('The cursor of your previous call; leave out to start watching.'),
+  limit: int('limit', 1, LIMITS.changesLimit.max)
+    .optional()
+    .describe('At most this many per list (default 200).'),
 })

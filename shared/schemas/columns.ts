@@ -1,13 +1,15 @@
 import { LIMITS } from '../constants.ts'
-import { finite, id, text, writeParams } from './common.ts'
+import { id, position, text, writeParams } from './common.ts'
 
-const title = text('title', LIMITS.columnTitle.min, LIMITS.columnTitle.max)
+const title = text('title', LIMITS.columnTitle.min, LIMITS.columnTitle.max).describe(
+  "The column's name.",
+)
 
 /** create_column: appended at the end when `position` is omitted; organisation-level without projectId. */
 export const create_column = writeParams({
   title,
-  position: finite('position').optional(),
-  projectId: id('projectId').optional(),
+  position: position.optional(),
+  projectId: id('projectId').optional().describe('Make it a column of this project only.'),
 })
 
 /** rename_column: cards and positions untouched. */

@@ -1,7 +1,9 @@
 import { LIMITS } from '../constants.ts'
 import { id, text, writeParams } from './common.ts'
 
-const body = text('body', LIMITS.commentBody.min, LIMITS.commentBody.max)
+const body = text('body', LIMITS.commentBody.min, LIMITS.commentBody.max).describe(
+  'The comment, in Markdown.',
+)
 
 /** add_comment: works under anyone's claim. Without agentName it counts as a person's comment. */
 export const add_comment = writeParams({ taskId: id('taskId'), body })

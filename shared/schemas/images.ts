@@ -80,9 +80,12 @@ export const imageBase64 = z
       )
     }
   })
+  .describe(`The image bytes as plain base64 (PNG, WebP, JPEG or GIF, at most ${IMAGE_MB} MB).`)
 
 /** A label for a screenshot, 1–100 characters; the server reduces it to safe characters. */
-export const filename = text('filename', LIMITS.filename.min, LIMITS.filename.max)
+export const filename = text('filename', LIMITS.filename.min, LIMITS.filename.max).describe(
+  'A label for the screenshot.',
+)
 
 /**
  * attach_screenshot: stores the image privately on the card (no URL in the reply; get_task

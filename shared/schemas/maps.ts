@@ -6,7 +6,7 @@ import { imageBase64 } from './images.ts'
 
 /** Mind maps, nodes and edges (specification: Maps, Nodes, Edges). */
 
-const title = text('title', LIMITS.mapTitle.min, LIMITS.mapTitle.max)
+const title = text('title', LIMITS.mapTitle.min, LIMITS.mapTitle.max).describe("The map's name.")
 
 const nodeText = (name: string) =>
   z
@@ -38,10 +38,10 @@ export const get_map = params({ mapId: id('mapId') })
 export const delete_map = writeParams({ mapId: id('mapId') })
 
 const nodeFields = {
-  text: nodeText('text'),
-  x: finite('x').optional(),
-  y: finite('y').optional(),
-  color: color('color').optional(),
+  text: nodeText('text').describe("The node's text."),
+  x: finite('x').optional().describe('Canvas x of the left edge, px.'),
+  y: finite('y').optional().describe('Canvas y of the top edge, px.'),
+  color: color('color').optional().describe('Fill, # hex.'),
 }
 
 /**
@@ -54,20 +54,13 @@ export const create_node = writeParams({ mapId: id('mapId'), ...nodeFields })
 export const create_nodes = writeParams({
   mapId: id('mapId'),
   nodes: z
-    .array(
-      z.strictObject({
-        text: nodeText('text'),
-        x: finite('x').optional(),
-        y: finite('y').optional(),
-        color: color('color').optional(),
-      }),
-      {
-        error: (i) =>
-          i.input === undefined
-            ? 'nodes is required: an array of { text, x?, y?, color? }'
-            : 'nodes must be an array of { text, x?, y?, color? }',
-      },
-    )
+    .array(z.strictObject(nodeFields), {
+      error: (i) =>
+        i.input === undefined
+          ? 'nodes is required: an array of { text, x?, y?, color? }'
+          : 'nodes must be an array of { text, x?, y?, color? }',
+    })
+    .describe('The nodes, in order.')
     .min(LIMITS.createNodes.min, {
       error: `nodes must hold ${LIMITS.createNodes.min}–${LIMITS.createNodes.max} nodes`,
     })
@@ -79,10 +72,10 @@ export const create_nodes = writeParams({
 /** update_node: writes only the fields sent (at least one of text, x, y, color). */
 export const update_node = writeParams({
   nodeId: id('nodeId'),
-  text: nodeText('text').optional(),
-  x: finite('x').optional(),
-  y: finite('y').optional(),
-  color: color('color').optional(),
+  text: nodeFields.text.optional(),
+  x: nodeFields.x,
+  y: nodeFields.y,
+  color: nodeFields.color,
 })
 
 /**
@@ -112,6 +105,7 @@ export const create_edges = writeParams({
           ? 'edges is required: an array of { sourceId, targetId }'
           : 'edges must be an array of { sourceId, targetId }',
     })
+    .describe('The edges, in order.')
     .min(LIMITS.createEdges.min, {
       error: `edges must hold ${LIMITS.createEdges.min}–${LIMITS.createEdges.max} edges`,
     })

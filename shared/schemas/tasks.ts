@@ -1,13 +1,16 @@
 import { z } from 'zod'
 import { LIMITS } from '../constants.ts'
-import { finite, id, priority, taskType, text, writeParams } from './common.ts'
+import { id, position, priority, taskType, text, writeParams } from './common.ts'
 
-const title = text('title', LIMITS.taskTitle.min, LIMITS.taskTitle.max)
+const title = text('title', LIMITS.taskTitle.min, LIMITS.taskTitle.max).describe(
+  "The card's title.",
+)
 const description = z
   .string({ error: 'description must be a string' })
   .max(LIMITS.taskDescription.max, {
     error: `description must be at most ${LIMITS.taskDescription.max} characters`,
   })
+  .describe('Markdown body.')
 
 /** create_task: appended to the bottom of the column when `position` is omitted. Not idempotent. */
 export const create_task = writeParams({
@@ -15,7 +18,7 @@ export const create_task = writeParams({
   title,
   description: description.optional(),
   projectId: id('projectId').optional(),
-  position: finite('position').optional(),
+  position: position.optional(),
   type: taskType.optional(),
   priority: priority.optional(),
 })
@@ -36,13 +39,15 @@ export const update_task = writeParams({
           : 'projectId must be a UUID (malformed id)',
     })
     .pipe(id('projectId'))
-    .optional(),
+    .optional()
+    .describe('Move the card to this project (it cannot be unset).'),
   type: z
     .union([z.literal(''), taskType], {
       error:
         'type must be one of bug, feature, improvement, chore, question, research, or "" to clear it',
     })
-    .optional(),
+    .optional()
+    .describe('The kind of work; "" clears it.'),
   priority: z
     .union([z.literal(''), priority], {
       error: (i) =>
@@ -50,22 +55,26 @@ export const update_task = writeParams({
           ? 'priority cannot be null; send "" to clear it back to untriaged'
           : 'priority must be one of urgent, high, normal, low, or "" to clear it',
     })
-    .optional(),
+    .optional()
+    .describe('How urgent; "" clears it (untriaged).'),
 })
 
 /** set_task_tags: replaces the whole set; trims, folds case duplicates keeping the first. Claim locked. */
 export const set_task_tags = writeParams({
   taskId: id('taskId'),
-  tags: z.array(z.string({ error: 'tags must be an array of strings' }), {
-    error: (i) => (i.input === undefined ? 'tags is required' : 'tags must be an array of strings'),
-  }),
+  tags: z
+    .array(z.string({ error: 'tags must be an array of strings' }), {
+      error: (i) =>
+        i.input === undefined ? 'tags is required' : 'tags must be an array of strings',
+    })
+    .describe('The whole new set of tags; [] removes them all.'),
 })
 
 /** move_task: appended to the bottom of the destination when `position` is omitted. Claim locked. */
 export const move_task = writeParams({
   taskId: id('taskId'),
   columnId: id('columnId'),
-  position: finite('position').optional(),
+  position: position.optional(),
 })
 
 /** archive_task: idempotent; a second call returns the original archivedAt. Claim locked. */

@@ -71,6 +71,8 @@ describe.each(STORAGES)('MCP tools (%s)', (kind) => {
 
     test("each tool's input schema is the action's zod schema as JSON Schema", async () => {
       const { tools } = await w.mcp.listTools()
+      const ajv = new Ajv2020({ strict: false })
+      addFormats.default(ajv)
       for (const tool of tools) {
         const input = actions[tool.name as keyof typeof actions].input
         // As zod writes it, less what says nothing to a client (server/mcp/tools.ts).
@@ -92,15 +94,13 @@ describe.each(STORAGES)('MCP tools (%s)', (kind) => {
         expect(tool.inputSchema.additionalProperties).toBe(false)
         // A JSON Schema validator (the one the SDK uses) reads both schemas, and refuses
         // params with an unknown name as the endpoint does.
-        const ajv = new Ajv2020({ strict: false })
-        addFormats.default(ajv)
         const accepts = ajv.compile(tool.inputSchema)
         expect(accepts({ __unknown: 1 }), tool.name).toBe(false)
         expect(() => ajv.compile(tool.outputSchema ?? {}), tool.name).not.toThrow()
       }
     })
 
-    test('each description is the action’s own, plus the advice that applies to it; what applies to all is written once, in the instructions', async () => {
+    test('each description is the action’s own, plus whether the claim lock applies; what applies to all is written once, in the instructions', async () => {
       const { tools } = await w.mcp.listTools()
       for (const tool of tools) {
         const spec = actions[tool.name as keyof typeof actions]
@@ -108,16 +108,44 @@ describe.each(STORAGES)('MCP tools (%s)', (kind) => {
         expect(tool.description).not.toMatch(/Recommended loop/)
         expect(tool.description).not.toMatch(/Failures are tool errors/)
         expect(tool.annotations?.readOnlyHint).toBe(!spec.write)
-        expect(tool.description?.includes('409 tool error with holder and expiresAt')).toBe(
-          spec.claimLocked,
-        )
-        expect(tool.description?.includes('same agentName, house and generation')).toBe(spec.write)
-        const takesPosition = 'position' in (tool.inputSchema.properties ?? {})
-        expect(tool.description?.includes('Leave position out to append')).toBe(takesPosition)
+        expect(tool.description?.includes('Claim locked: a 409')).toBe(spec.claimLocked)
       }
-      expect(w.mcp.getInstructions()).toMatch(/Recommended loop: get_board → get_task/)
-      expect(w.mcp.getInstructions()).toMatch(/release_task \(also when failing\)/)
-      expect(w.mcp.getInstructions()).toMatch(/Failures are tool errors/)
+      const instructions = w.mcp.getInstructions() ?? ''
+      expect(instructions).toMatch(/Recommended loop: get_board → get_task/)
+      expect(instructions).toMatch(/release_task \(also when failing\)/)
+      expect(instructions).toMatch(/Failures are tool errors/)
+      expect(instructions).toMatch(/A 409 with holder: someone else holds the card/)
+      expect(instructions).toMatch(/the same identity on every later write/)
+      expect(instructions).toMatch(/leave position out on create_task, move_task, create_column/)
+    })
+
+    test('every parameter is described, once, in its schema', async () => {
+      const { tools } = await w.mcp.listTools()
+      const undescribed: string[] = []
+      const walk = (path: string, schema: Record<string, unknown>) => {
+        const properties = (schema.properties ?? {}) as Record<string, Record<string, unknown>>
+        for (const [name, property] of Object.entries(properties)) {
+          if (typeof property.description !== 'string' || property.description.length < 5) {
+            undescribed.push(`${path}.${name}`)
+          }
+          walk(`${path}.${name}`, property)
+          if (property.items) walk(`${path}.${name}[]`, property.items as Record<string, unknown>)
+        }
+      }
+      for (const tool of tools) walk(tool.name, tool.inputSchema)
+      expect(undescribed).toEqual([])
+      // The same parameter reads the same in every tool that takes it.
+      const meanings = new Map<string, Set<string>>()
+      for (const tool of tools) {
+        for (const [name, p] of Object.entries(tool.inputSchema.properties ?? {})) {
+          const set = meanings.get(name) ?? new Set()
+          set.add((p as { description: string }).description)
+          meanings.set(name, set)
+        }
+      }
+      for (const name of ['taskId', 'mapId', 'agentName', 'house', 'generation', 'isSubChild']) {
+        expect([...(meanings.get(name) ?? [])], name).toHaveLength(1)
+      }
     })
 
     test('every tool has a title and all four annotations, set truthfully', async () => {
@@ -382,6 +410,24 @@ describe.each(STORAGES)('MCP tools (%s)', (kind) => {
       expect(res.headers.get('ratelimit')).toMatch(/"per-key";r=\d+;t=\d+/)
       const body = await res.json()
       expect(body.result.structuredContent.organization.name).toBe('Acme')
+    })
+
+    test('tools/list, output schemas included, is under 60,000 characters as sent', async () => {
+      const { agent } = await ownerWithAgent(server.url)
+      const res = await fetch(`${server.url}/mcp`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${agent.key}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': '2025-06-18',
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+      })
+      expect(res.status).toBe(200)
+      const sent = await res.text()
+      expect(sent).toContain('"outputSchema"')
+      expect(sent.length).toBeLessThan(60_000)
     })
 
     test('answers that charge no budget (tools/list, a bad key) still say the policy', async () => {
