@@ -1,13 +1,3 @@
-import type {
-  Assignee,
-  Attachment,
-  ClaimRecord,
-  Column,
-  Comment,
-  Project,
-  Task,
-  TaskSummary,
-} from '../records.ts'
 import * as read from '../schemas/board-read.ts'
 import * as columns from '../schemas/columns.ts'
 import * as comments from '../schemas/comments.ts'
@@ -175,47 +165,3 @@ export const boardActions = {
       'Delete a column. If it still holds cards (archived ones count), pass destinationColumnId to move them to its bottom in order. Refused with 409 while any card in it is actively worked.',
   }),
 } as const
-
-/** What each action returns on success. */
-export interface BoardResults {
-  whoami: {
-    organization: { id: string; name: string }
-    key: { id: string; name: string; prefix: string; createdAt: string }
-    agent: { email: string; label: string }
-    /** What is on the board now (history is not counted: it would cost a scan of it). */
-    board: {
-      columns: number
-      tasks: number
-      projects: number
-    }
-  }
-  get_board: {
-    columns: Column[]
-    tasks: Task[] | TaskSummary[]
-    activity: ClaimRecord[]
-    tags: string[]
-    comments?: Comment[]
-    attachments?: Attachment[]
-  }
-  get_task: {
-    task: Task
-    claim: ClaimRecord | null
-    assignees: Assignee[]
-    comments: Comment[]
-    attachments: Attachment[]
-    images: { attachmentId: string; mimeType: string; dataBase64: string }[]
-  }
-  list_columns: { columns: Omit<Column, 'onFire'>[] }
-  list_projects: { projects: Project[] }
-  create_task: { task: Task }
-  update_task: { task: Task }
-  set_task_tags: { task: Task }
-  move_task: { task: Task }
-  add_comment: { comment: Comment }
-  update_comment: { comment: Comment }
-  delete_comment: { deleted: true; commentId: string }
-  archive_task: { taskId: string; archivedAt: string }
-  create_column: { column: Column }
-  rename_column: { columnId: string; title: string; updatedAt: string }
-  delete_column: { deleted: true; columnId: string; movedCount: number }
-}

@@ -1,4 +1,3 @@
-import type { Attachment, ClaimRecord, Column, Comment, Task } from '../records.ts'
 import * as claims from '../schemas/claims.ts'
 import { outputs } from '../schemas/outputs.ts'
 import { spec } from './spec.ts'
@@ -46,19 +45,3 @@ export const claimActions = {
       'What changed since `since`: tasks (archived ones too), columns (with the cards an on-fire change re-prioritised), comments, attachments and claims, in the get_board shape. Send the returned cursor back as since; it may repeat a change but never skips one. truncated:true means a list filled up: call again at once.',
   }),
 } as const
-
-/** What each action of this family returns on success. */
-export interface ClaimResults {
-  claim_task: { claim: ClaimRecord }
-  heartbeat_task: { claim: ClaimRecord }
-  release_task: { taskId: string; released: boolean }
-  get_changes: {
-    cursor: string
-    tasks: Task[]
-    columns: Column[]
-    comments: Comment[]
-    attachments: Attachment[]
-    claims: ClaimRecord[]
-    truncated: boolean
-  }
-}

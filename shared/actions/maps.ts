@@ -1,5 +1,3 @@
-import type { MapEdge, MapNode, MindMap } from '../map-doc.ts'
-import type { Attachment } from '../records.ts'
 import * as images from '../schemas/images.ts'
 import * as maps from '../schemas/maps.ts'
 import { outputs } from '../schemas/outputs.ts'
@@ -151,22 +149,3 @@ export const mapActions = {
       "Attach a screenshot to a card (bytes in imageBase64; PNG or WebP preferred); works under anyone's claim. Its file extension comes from the bytes. Stored privately: the reply has no URL; get_task returns short-lived links and the bytes. 30 per minute per organisation.",
   }),
 } as const
-
-/** What each action returns on success. */
-export interface MapResults {
-  list_maps: { maps: Pick<MindMap, 'id' | 'title' | 'updatedAt'>[] }
-  create_map: { map: MindMap }
-  rename_map: { map: MindMap }
-  get_map: { map: MindMap; nodes: MapNode[]; edges: MapEdge[] }
-  delete_map: { ok: true }
-  create_node: { node: MapNode }
-  create_nodes: { nodes: MapNode[] }
-  update_node: { node: MapNode }
-  set_node_image: { node: MapNode }
-  clear_node_image: { node: MapNode }
-  delete_node: { ok: true }
-  create_edge: { edge: MapEdge }
-  create_edges: { edges: MapEdge[] }
-  delete_edge: { ok: true }
-  attach_screenshot: { attachment: Omit<Attachment, 'url' | 'urlExpiresAt'> }
-}

@@ -150,6 +150,7 @@ export const outputs = {
     organization: z.strictObject({ id: uuid, name: z.string() }),
     key: z.strictObject({ id: uuid, name: z.string(), prefix: z.string(), createdAt: time }),
     agent: z.strictObject({ email: z.string(), label: z.string() }),
+    // What is on the board now (history is not counted: it would cost a scan of it).
     board: z.strictObject({
       columns: z.number().int().nonnegative(),
       tasks: z.number().int().nonnegative(),
