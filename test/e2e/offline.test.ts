@@ -12,6 +12,28 @@ import {
 describe.each(STORAGES)('offline editing (%s)', (kind) => {
   const running = serverAndBrowser(kind)
 
+  test('after a network blip (offline and straight back online) the app reconnects and syncs', async () => {
+    const { context, page, agent, orgId } = await signedInContext(
+      running.browser,
+      running.server.url,
+    )
+    const errors = watchErrors(page)
+    await openBoard(page, orgId)
+    const { columns } = await agent.ok('list_columns')
+    await page.locator('[data-sync-state="synced"]').waitFor()
+    for (let blip = 0; blip < 3; blip++) {
+      // Back online before the socket closed for going offline has finished closing.
+      await Promise.all([context.setOffline(true), context.setOffline(false)])
+      await page.locator('[data-sync-state="synced"]').waitFor({ timeout: 15_000 })
+      // And live again: an agent's write reaches the page.
+      const title = `After blip ${blip}`
+      await agent.ok('create_task', { columnId: columns[0].id, title })
+      await card(page, title).waitFor({ timeout: 15_000 })
+    }
+    expect(errors).toEqual([])
+    await context.close()
+  })
+
   test('the app reopens without a connection, edits made offline are kept, and they reach the server after reconnecting', async () => {
     const { context, page, agent, orgId } = await signedInContext(
       running.browser,

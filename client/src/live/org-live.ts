@@ -49,6 +49,7 @@ export class OrgLive {
   private token: { value: string; expiresAt: number } | undefined
   private socketStatus: 'connecting' | 'connected' | 'disconnected' = 'disconnected'
   private online = navigator.onLine
+  private destroyed = false
   state: SyncState = 'offline'
 
   constructor(orgId: string, me: Omit<Identity, 'color'>) {
@@ -66,6 +67,12 @@ export class OrgLive {
       'status',
       ({ status }: { status: 'connecting' | 'connected' | 'disconnected' }) => {
         this.socketStatus = status
+        // Back online before the socket closed for going offline (a network blip): the
+        // provider's connect() did nothing then, as the socket still read connected, and
+        // it does not reconnect a socket it was asked to close. Connect now it has closed.
+        if (status === 'disconnected' && this.online && !this.destroyed) {
+          if (!this.socket.shouldConnect) void this.socket.connect()
+        }
         this.recompute()
       },
     )
@@ -187,6 +194,7 @@ export class OrgLive {
   subscribe = (fn: () => void) => this.changed.subscribe(fn)
 
   destroy(): void {
+    this.destroyed = true
     window.removeEventListener('online', this.goOnline)
     window.removeEventListener('offline', this.goOffline)
     for (const { live, cleanup } of this.docs.values()) {
