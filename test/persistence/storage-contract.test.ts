@@ -118,9 +118,15 @@ describe.each(STORAGES)('storage contract (%s)', (kind) => {
     for (let i = 0; i < 10; i++) source.getMap('m').set(`k${i}`, i)
     for (const u of updates) await appendUpdate(db, 'contract/doc', u)
     const copy = new Y.Doc()
+    const heard: Uint8Array[] = []
+    copy.on('update', (u: Uint8Array) => heard.push(u))
     const loaded = await loadInto(db, 'contract/doc', copy)
     expect(loaded.rows).toHaveLength(10)
     expect(copy.getMap('m').toJSON()).toEqual(source.getMap('m').toJSON())
+    // Nothing is told of the load itself (there is nobody to tell), and what follows is.
+    expect(heard).toEqual([])
+    copy.getMap('m').set('after', true)
+    expect(heard).toHaveLength(1)
   })
 
   test('compaction replaces the rows by one snapshot holding the same state', async () => {
