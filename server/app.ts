@@ -16,7 +16,7 @@ import { fileRoutes } from './files/routes.ts'
 import { capConnections, requestTimeouts } from './http/connection-limits.ts'
 import { refuseCrossSite } from './http/cross-site.ts'
 import { type Logger, sendError, sendJson } from './http/json.ts'
-import { Router } from './http/router.ts'
+import { type RegisteredRoute, Router } from './http/router.ts'
 import { unavailableError } from './http/unavailable.ts'
 import { migrateLayout } from './live/layout-v2.ts'
 import { LiveDocs } from './live/live-docs.ts'
@@ -44,6 +44,8 @@ export interface App {
   readonly live: LiveDocs
   readonly config: Config
   readonly webhooks: Webhooks
+  /** Every route of the router, as GET /api/openapi.json reads them (its drift test does too). */
+  routes(): readonly RegisteredRoute[]
   /** Base URL once listening, e.g. http://127.0.0.1:8787 */
   url: string
   listen(): Promise<string>
@@ -104,11 +106,6 @@ export async function createApp(
   const agent = agentEndpoint(services, log)
   router.on('POST', '/api/agent', async (req, res) => agent(req, res))
   const mcp = mcpEndpoint(services, log)
-  // The agent endpoint as OpenAPI 3.1, from the action table (built once).
-  const openApi = openApiDocument()
-  router.on('GET', '/api/openapi.json', async (_req, res) => {
-    sendJson(res, 200, openApi)
-  })
   // Liveness: the process serves requests (whatever its database does).
   router.on('GET', '/healthz', async (_req, res) => {
     sendJson(res, 200, { ok: true })
@@ -135,6 +132,12 @@ export async function createApp(
   fileRoutes(router, { db, live, config })
   webhookRoutes(router, { db, config })
   clientRoutes(router, { db, live, config, clock })
+  // The HTTP API as OpenAPI 3.1: the agent endpoint from the action table, the app API and
+  // the files from the routes' own registrations (built once, every route registered).
+  const openApi = openApiDocument(router.registered())
+  router.on('GET', '/api/openapi.json', async (_req, res) => {
+    sendJson(res, 200, openApi)
+  })
   const site = staticSite()
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
@@ -183,6 +186,7 @@ export async function createApp(
     live,
     config,
     webhooks,
+    routes: () => router.registered(),
     url: '',
     listen: () =>
       new Promise((resolve, reject) => {

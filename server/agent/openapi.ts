@@ -1,26 +1,24 @@
-import { z } from 'zod'
 import { type ActionName, actionNames, actions } from '../../shared/actions.ts'
 import { claimRecord } from '../../shared/schemas/outputs.ts'
+import { routePaths, sessionScheme } from '../app-api/openapi-paths.ts'
+import { errorResponse, jsonSchema, ref } from '../http/openapi-schema.ts'
+import type { JsonSchema } from '../http/route-docs.ts'
+import type { RegisteredRoute } from '../http/router.ts'
 import { SERVER_VERSION } from '../mcp/tools.ts'
 
 /**
- * `GET /api/openapi.json`: the agent endpoint as OpenAPI 3.1, generated from the action
- * table like the MCP tools, so the two never disagree: the request body is a union of the
- * actions discriminated by `action`, each with its params schema; the 200 answer is the
- * union of the actions' output schemas; every error is the endpoint's `{ error }` body
- * (a 409 may name the `holder`, a 429 says when to retry).
+ * `GET /api/openapi.json`: the service's HTTP API as OpenAPI 3.1.
+ *
+ * The agent endpoint (tag `agent`) is generated from the action table like the MCP tools,
+ * so the two never disagree: the request body is a union of the actions discriminated by
+ * `action`, each with its params schema; the 200 answer is the union of the actions'
+ * output schemas; every error is the endpoint's `{ error }` body (a 409 may name the
+ * `holder`, a 429 says when to retry).
+ *
+ * The app API (tag `app`) and the file routes (tag `files`) are generated from the routes'
+ * own registrations (`routes`: the router's, once every route is registered), see
+ * server/app-api/openapi-paths.ts.
  */
-
-type JsonSchema = Record<string, unknown>
-
-/** A zod schema as JSON Schema 2020-12 (OpenAPI 3.1's dialect), without its `$schema`. */
-function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
-  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, {
-    io,
-    target: 'draft-2020-12',
-  }) as JsonSchema
-  return rest
-}
 
 const pascal = (name: string) =>
   name
@@ -30,7 +28,6 @@ const pascal = (name: string) =>
 
 const requestName = (name: ActionName) => `${pascal(name)}Request`
 const resultName = (name: ActionName) => `${pascal(name)}Result`
-const ref = (schema: string) => ({ $ref: `#/components/schemas/${schema}` })
 
 const ERROR: JsonSchema = {
   type: 'object',
@@ -51,12 +48,7 @@ const CONFLICT: JsonSchema = {
   required: ['error'],
 }
 
-const errorResponse = (description: string, schema = 'Error') => ({
-  description,
-  content: { 'application/json': { schema: ref(schema) } },
-})
-
-export function openApiDocument(): JsonSchema {
+export function openApiDocument(routes: readonly RegisteredRoute[]): JsonSchema {
   const schemas: Record<string, JsonSchema> = {
     Error: ERROR,
     Conflict: CONFLICT,
@@ -82,11 +74,20 @@ export function openApiDocument(): JsonSchema {
   return {
     openapi: '3.1.0',
     info: {
-      title: 'Corkboard agent API',
+      title: 'Corkboard API',
       version: SERVER_VERSION,
       description:
-        'One endpoint, POST /api/agent, with { action, params } and an organisation API key as the bearer token. The same actions are the MCP tools at /mcp. See docs/agent-api.md.',
+        'Agents (tag agent): one endpoint, POST /api/agent, with { action, params } and an organisation API key as the bearer token. The same actions are the MCP tools at /mcp. See docs/agent-api.md. ' +
+        'People (tag app): JSON under /api/app/ with the session cookie, which the web app uses; files (tag files): stored images and screenshots. See docs/app-api.md.',
     },
+    tags: [
+      {
+        name: 'agent',
+        description: 'The agent endpoint, an organisation API key as bearer token.',
+      },
+      { name: 'app', description: 'The app API, as a person with the session cookie.' },
+      { name: 'files', description: 'Node images and screenshots.' },
+    ],
     components: {
       securitySchemes: {
         apiKey: {
@@ -94,6 +95,7 @@ export function openApiDocument(): JsonSchema {
           scheme: 'bearer',
           description: 'An organisation API key (cb_…), made in Settings → API keys.',
         },
+        session: sessionScheme,
       },
       schemas,
     },
@@ -102,6 +104,7 @@ export function openApiDocument(): JsonSchema {
       '/api/agent': {
         post: {
           operationId: 'agent',
+          tags: ['agent'],
           summary: 'Run one action',
           requestBody: {
             required: true,
@@ -151,6 +154,7 @@ export function openApiDocument(): JsonSchema {
           },
         },
       },
+      ...routePaths(routes),
     },
   }
 }

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http'
+import { z } from 'zod'
 import type { Db } from '../../persistence/db.ts'
 import { boardMaps, readColumn, type StoredTask, taskMap } from '../../shared/board-doc.ts'
 import { shownOnCard } from '../../shared/claims.ts'
@@ -7,6 +8,7 @@ import { cardDocName } from '../../shared/doc-names.ts'
 import { effectivePriority } from '../../shared/priority.ts'
 import type { Column, Task } from '../../shared/records.ts'
 import * as body from '../../shared/schemas/app.ts'
+import { column as columnRecord, task as taskRecord } from '../../shared/schemas/outputs.ts'
 import type { OrgMembership, User } from '../accounts.ts'
 import { editCard } from '../actions/tasks.ts'
 import type { Clock } from '../agent/context.ts'
@@ -26,6 +28,7 @@ import { deleteClaim, lockClaim } from '../claims/store.ts'
 import type { Config } from '../config.ts'
 import { fileStore } from '../files/store.ts'
 import { readJson, sendEmpty, sendJson } from '../http/json.ts'
+import { answer, type RouteDoc } from '../http/route-docs.ts'
 import type { Params, Router } from '../http/router.ts'
 import { deleteDoc } from '../live/doc-store.ts'
 import type { LiveDocs, WriteScope } from '../live/live-docs.ts'
@@ -42,6 +45,14 @@ export interface PeopleActionDeps {
 
 /** The Archived view's page size: default and most. */
 const ARCHIVED_PAGE = { default: 50, max: 200 }
+
+/** Answers of the routes below: records of shared/schemas/outputs.ts, wrapped as sent. */
+const withTask = z.strictObject({ task: taskRecord })
+const withColumn = z.strictObject({ column: columnRecord })
+const archivedTasks = z.strictObject({
+  tasks: z.array(taskRecord),
+  nextBefore: z.string().nullable(),
+})
 
 /**
  * What people do to the board in the app and agents cannot (docs/design.md, Contract 2): take
@@ -61,14 +72,20 @@ export function peopleActionRoutes(router: Router, deps: PeopleActionDeps): void
     params: Params,
   ) => Promise<{ status: number; body?: unknown }>
 
-  const on = (method: string, path: string, roles: 'any' | 'owner-admin', handler: Handler) =>
-    router.on(method, `/api/app${path}`, async (req, res, params) => {
+  /** Who may call it is the declared access, so the document and the check cannot differ. */
+  const on = (
+    method: string,
+    path: string,
+    doc: RouteDoc & { access: 'member' | 'owner-admin' },
+    handler: Handler,
+  ) =>
+    router.on(method, `/api/app${path}`, doc, async (req, res, params) => {
       const user = await requireUser(db, req)
       const org = await requireMember(
         db,
         params.orgId ?? '',
         user,
-        roles === 'owner-admin' ? ['owner', 'admin'] : undefined,
+        doc.access === 'owner-admin' ? ['owner', 'admin'] : undefined,
       )
       const out = await handler(req, user, org, params)
       if (out.body === undefined) sendEmpty(res, out.status)
@@ -87,7 +104,19 @@ export function peopleActionRoutes(router: Router, deps: PeopleActionDeps): void
   on(
     'POST',
     '/orgs/:orgId/tasks/:taskId/force-release',
-    'owner-admin',
+    {
+      summary: "Force release: delete the card's claim record, whatever its state",
+      description: 'The card is free and leaves activity; nothing in the change feed.',
+      access: 'owner-admin',
+      answers: [
+        answer.json(
+          200,
+          'released says whether there was a claim record.',
+          z.strictObject({ released: z.boolean() }),
+        ),
+      ],
+      errors: { 400: 'taskId is not a UUID.', 404: 'No such card.' },
+    },
     async (_req, user, org, p) => {
       const taskId = pathId(p, 'taskId')
       const released = await write(user, org, async (w) => {
@@ -107,56 +136,80 @@ export function peopleActionRoutes(router: Router, deps: PeopleActionDeps): void
    * (entries and stored files), its own document and its claim, whoever holds it. A
    * permanent delete leaves no timestamp, so get_changes cannot show it.
    */
-  on('DELETE', '/orgs/:orgId/tasks/:taskId', 'any', async (_req, user, org, p) => {
-    const taskId = pathId(p, 'taskId')
-    const docName = cardDocName(org.id, taskId)
-    await write(user, org, async (w) => {
-      const { onBoard } = await requireCard(w.tx, new BoardView(w.doc), org.id, taskId)
-      const screenshots = await w.tx.query<{ id: string }>(
-        'delete from attachments where task_id = $1 and org_id = $2 returning id',
-        [taskId, org.id],
-      )
-      const store = fileStore(db)
-      // Same lock as compaction, so a compaction in flight cannot write a snapshot back.
-      await w.tx.query('select pg_advisory_xact_lock(hashtext($1))', [docName])
-      live.forgetDocument(docName)
-      await Promise.all([
-        deleteClaim(w.tx, taskId),
-        w.tx.query('delete from comments where task_id = $1 and org_id = $2', [taskId, org.id]),
-        w.tx.query('delete from archived_tasks where id = $1 and org_id = $2', [taskId, org.id]),
-        deleteDoc(w.tx, docName),
-        ...screenshots.map((a) => store.delete(org.id, a.id, w.tx)),
-      ])
-      if (onBoard) {
-        w.mutate((doc) => {
-          const m = boardMaps(doc)
-          if (m.claims.has(taskId)) m.claims.delete(taskId)
-          m.tasks.delete(taskId)
-        })
-      }
-      // Nobody keeps the card's document open, on any process, and nothing of it is stored again.
-      w.afterCommit(() => live.forgetDocument(docName, { documentName: docName }))
-    })
-    return { status: 204 }
-  })
+  on(
+    'DELETE',
+    '/orgs/:orgId/tasks/:taskId',
+    {
+      summary: 'Delete a card for good, on the board or archived',
+      description:
+        'With its comments, its screenshots (entries and files), its card document and its claim, whoever holds it. Open copies of the card document close.',
+      access: 'member',
+      answers: [answer.noContent('The card is gone.')],
+      errors: { 400: 'taskId is not a UUID.', 404: 'No such card.' },
+    },
+    async (_req, user, org, p) => {
+      const taskId = pathId(p, 'taskId')
+      const docName = cardDocName(org.id, taskId)
+      await write(user, org, async (w) => {
+        const { onBoard } = await requireCard(w.tx, new BoardView(w.doc), org.id, taskId)
+        const screenshots = await w.tx.query<{ id: string }>(
+          'delete from attachments where task_id = $1 and org_id = $2 returning id',
+          [taskId, org.id],
+        )
+        const store = fileStore(db)
+        // Same lock as compaction, so a compaction in flight cannot write a snapshot back.
+        await w.tx.query('select pg_advisory_xact_lock(hashtext($1))', [docName])
+        live.forgetDocument(docName)
+        await Promise.all([
+          deleteClaim(w.tx, taskId),
+          w.tx.query('delete from comments where task_id = $1 and org_id = $2', [taskId, org.id]),
+          w.tx.query('delete from archived_tasks where id = $1 and org_id = $2', [taskId, org.id]),
+          deleteDoc(w.tx, docName),
+          ...screenshots.map((a) => store.delete(org.id, a.id, w.tx)),
+        ])
+        if (onBoard) {
+          w.mutate((doc) => {
+            const m = boardMaps(doc)
+            if (m.claims.has(taskId)) m.claims.delete(taskId)
+            m.tasks.delete(taskId)
+          })
+        }
+        // Nobody keeps the card's document open, on any process, and nothing of it is stored again.
+        w.afterCommit(() => live.forgetDocument(docName, { documentName: docName }))
+      })
+      return { status: 204 }
+    },
+  )
 
   /**
    * Removes a card's project (projectId null), which the API cannot do. Claim locked: a
    * card someone holds is refused with 409 + holder. Idempotent.
    */
-  on('DELETE', '/orgs/:orgId/tasks/:taskId/project', 'any', async (_req, user, org, p) => {
-    const taskId = pathId(p, 'taskId')
-    const ctx = personContext(deps, user, org)
-    const task = await ctx.writeBoard(async (w) => {
-      await assertUnclaimed(w.tx, org.id, [taskId], now())
-      return editCard(ctx, w, taskId, {
-        board: (m) => m.set('projectId', null),
-        archived: (t) => ({ ...t, projectId: null }),
-        unchanged: (t) => t.projectId === null,
+  on(
+    'DELETE',
+    '/orgs/:orgId/tasks/:taskId/project',
+    {
+      summary: "Remove a card's project (projectId null)",
+      description: 'Idempotent.',
+      access: 'member',
+      answers: [answer.json(200, 'The card, projectId null.', withTask)],
+      claimLocked: true,
+      errors: { 400: 'taskId is not a UUID.', 404: 'No such card.' },
+    },
+    async (_req, user, org, p) => {
+      const taskId = pathId(p, 'taskId')
+      const ctx = personContext(deps, user, org)
+      const task = await ctx.writeBoard(async (w) => {
+        await assertUnclaimed(w.tx, org.id, [taskId], now())
+        return editCard(ctx, w, taskId, {
+          board: (m) => m.set('projectId', null),
+          archived: (t) => ({ ...t, projectId: null }),
+          unchanged: (t) => t.projectId === null,
+        })
       })
-    })
-    return { status: 200, body: { task } }
-  })
+      return { status: 200, body: { task } }
+    },
+  )
 
   /**
    * Sets a column's role and/or fire. Setting it on fire (or putting it out) is a change
@@ -164,73 +217,115 @@ export function peopleActionRoutes(router: Router, deps: PeopleActionDeps): void
    * priority moved; those cards are logged with the column so get_changes delivers them
    * together. A role change leaves no timestamp, as the specification says.
    */
-  on('PATCH', '/orgs/:orgId/columns/:columnId', 'any', async (req, user, org, p) => {
-    const columnId = pathId(p, 'columnId')
-    const input = parseParams('update column', body.patchColumn, (await readJson(req)) ?? {})
-    if (input.role === undefined && input.onFire === undefined) {
-      throw badRequest('Send role and/or onFire to change')
-    }
-    const column = await write(user, org, async (w): Promise<Column> => {
-      const view = new BoardView(w.doc)
-      const before = view.requireColumn(columnId)
-      const fireChanges = input.onFire !== undefined && input.onFire !== before.onFire
-      const moved = (t: StoredTask) =>
-        effectivePriority(t.priority, before.onFire) !==
-        effectivePriority(t.priority, input.onFire === true)
-      const reprioritised = fireChanges
-        ? [
-            ...view.storedTasks().filter((t) => t.columnId === columnId),
-            ...(await archivedInColumn(w.tx, org.id, columnId)),
-          ]
-            .filter(moved)
-            .map((t) => t.id)
-        : []
-      w.mutate((doc) => {
-        const m = boardMaps(doc).columns.get(columnId)
-        if (!m) return
-        if (input.role !== undefined && input.role !== before.role) m.set('role', input.role)
-        if (fireChanges) {
-          m.set('onFire', input.onFire)
-          m.set('updatedAt', w.now)
-        }
-      })
-      if (fireChanges) {
-        w.changed('column', columnId)
-        await recordFireChanges(w.tx, org.id, columnId, reprioritised)
+  on(
+    'PATCH',
+    '/orgs/:orgId/columns/:columnId',
+    {
+      summary: "Set a column's role and/or fire",
+      description:
+        'At least one field. A fire change is logged for the column and for every card in it (archived ones too) whose effective priority moved; a role change leaves no change row.',
+      access: 'member',
+      body: body.patchColumn,
+      answers: [answer.json(200, 'The column.', withColumn)],
+      errors: { 400: 'Neither role nor onFire was sent.', 404: 'No such column.' },
+    },
+    async (req, user, org, p) => {
+      const columnId = pathId(p, 'columnId')
+      const input = parseParams('update column', body.patchColumn, (await readJson(req)) ?? {})
+      if (input.role === undefined && input.onFire === undefined) {
+        throw badRequest('Send role and/or onFire to change')
       }
-      const m = boardMaps(w.doc).columns.get(columnId)
-      return m ? readColumn(columnId, m) : before
-    })
-    return { status: 200, body: { column } }
-  })
+      const column = await write(user, org, async (w): Promise<Column> => {
+        const view = new BoardView(w.doc)
+        const before = view.requireColumn(columnId)
+        const fireChanges = input.onFire !== undefined && input.onFire !== before.onFire
+        const moved = (t: StoredTask) =>
+          effectivePriority(t.priority, before.onFire) !==
+          effectivePriority(t.priority, input.onFire === true)
+        const reprioritised = fireChanges
+          ? [
+              ...view.storedTasks().filter((t) => t.columnId === columnId),
+              ...(await archivedInColumn(w.tx, org.id, columnId)),
+            ]
+              .filter(moved)
+              .map((t) => t.id)
+          : []
+        w.mutate((doc) => {
+          const m = boardMaps(doc).columns.get(columnId)
+          if (!m) return
+          if (input.role !== undefined && input.role !== before.role) m.set('role', input.role)
+          if (fireChanges) {
+            m.set('onFire', input.onFire)
+            m.set('updatedAt', w.now)
+          }
+        })
+        if (fireChanges) {
+          w.changed('column', columnId)
+          await recordFireChanges(w.tx, org.id, columnId, reprioritised)
+        }
+        const m = boardMaps(w.doc).columns.get(columnId)
+        return m ? readColumn(columnId, m) : before
+      })
+      return { status: 200, body: { column } }
+    },
+  )
 
   /**
    * The Archived view: archived cards, newest archive first, in the get_task task shape,
    * a page at a time (`limit` 1–200, default 50; `before` is the previous page's
    * `nextBefore`, null after the last page).
    */
-  on('GET', '/orgs/:orgId/archived-tasks', 'any', async (req, user, org) => {
-    const query = new URL(req.url ?? '/', 'http://localhost').searchParams
-    const limit = pageLimit(query.get('limit'))
-    const before = pageCursor(query.get('before'))
-    const page = await archivedPage(db, org.id, limit + 1, before)
-    const shown = page.slice(0, limit)
-    const claims = await claimsByIds(
-      db,
-      org.id,
-      shown.map((t) => t.id),
-      now(),
-    )
-    const tasks = await personContext(deps, user, org).readBoard((view) =>
-      shown.map((t): Task => view.present(t, shownOnCard(claims.get(t.id)))),
-    )
-    const lastShown = shown.at(-1)
-    const nextBefore =
-      page.length > limit && lastShown
-        ? Buffer.from(JSON.stringify([lastShown.archivedAt, lastShown.id])).toString('base64url')
-        : null
-    return { status: 200, body: { tasks, nextBefore } }
-  })
+  on(
+    'GET',
+    '/orgs/:orgId/archived-tasks',
+    {
+      summary: 'Archived cards, newest archive first, a page at a time',
+      description:
+        "In the get_task task shape; a card's claim is its working or lapsed claim, null when released or none.",
+      access: 'member',
+      query: {
+        limit: {
+          description: 'Cards per page.',
+          schema: {
+            type: 'integer',
+            minimum: 1,
+            maximum: ARCHIVED_PAGE.max,
+            default: ARCHIVED_PAGE.default,
+          },
+        },
+        before: {
+          description: "The previous page's nextBefore.",
+          schema: { type: 'string' },
+        },
+      },
+      answers: [answer.json(200, 'nextBefore is null after the last page.', archivedTasks)],
+      errors: {
+        400: `limit is not an integer from 1 to ${ARCHIVED_PAGE.max}, or before is not a nextBefore.`,
+      },
+    },
+    async (req, user, org) => {
+      const query = new URL(req.url ?? '/', 'http://localhost').searchParams
+      const limit = pageLimit(query.get('limit'))
+      const before = pageCursor(query.get('before'))
+      const page = await archivedPage(db, org.id, limit + 1, before)
+      const shown = page.slice(0, limit)
+      const claims = await claimsByIds(
+        db,
+        org.id,
+        shown.map((t) => t.id),
+        now(),
+      )
+      const tasks = await personContext(deps, user, org).readBoard((view) =>
+        shown.map((t): Task => view.present(t, shownOnCard(claims.get(t.id)))),
+      )
+      const lastShown = shown.at(-1)
+      const nextBefore =
+        page.length > limit && lastShown
+          ? Buffer.from(JSON.stringify([lastShown.archivedAt, lastShown.id])).toString('base64url')
+          : null
+      return { status: 200, body: { tasks, nextBefore } }
+    },
+  )
 
   /**
    * Puts an archived card back on the board: in its column, or the first column of its
@@ -238,36 +333,53 @@ export function peopleActionRoutes(router: Router, deps: PeopleActionDeps): void
    * at the bottom; its claim (if any) shown on the board again. Claim locked: a card an
    * agent holds stays where it is (409 + holder). Not archived: 409.
    */
-  on('POST', '/orgs/:orgId/tasks/:taskId/restore', 'any', async (_req, user, org, p) => {
-    const taskId = pathId(p, 'taskId')
-    const task = await write(user, org, async (w): Promise<Task> => {
-      const view = new BoardView(w.doc, now())
-      if (view.hasTask(taskId)) throw conflict(`Card ${taskId} is on the board, not archived`)
-      const archived = await lockArchived(w.tx, org.id, taskId)
-      if (!archived) throw new ApiError(404, `No card with taskId ${taskId} in this organisation`)
-      await assertUnclaimed(w.tx, org.id, [taskId], now())
-      const columnId = restoreColumn(view, archived)
-      if (!columnId) throw conflict('The board has no column to restore the card into')
-      const claim = await lockClaim(w.tx, taskId)
-      const restored: StoredTask = {
-        ...archived,
-        columnId,
-        position: view.appendPosition(columnId, POSITION_STEP),
-        archivedAt: null,
-        updatedAt: w.now,
-      }
-      w.mutate((doc) => {
-        const maps = boardMaps(doc)
-        maps.tasks.set(taskId, taskMap(restored))
-        if (claim) maps.claims.set(taskId, storedClaimFromRow(claim, now()))
+  on(
+    'POST',
+    '/orgs/:orgId/tasks/:taskId/restore',
+    {
+      summary: 'Put an archived card back on the board',
+      description:
+        'In its column, or when that column is gone the first column of its project, else the first organisation-level column, else the first column; appended at the bottom; its claim shown on the board again.',
+      access: 'member',
+      answers: [answer.json(200, 'The card, archivedAt null.', withTask)],
+      claimLocked: true,
+      errors: {
+        400: 'taskId is not a UUID.',
+        404: 'The card is neither archived nor on the board.',
+        409: 'The card is on the board, or the board has no column.',
+      },
+    },
+    async (_req, user, org, p) => {
+      const taskId = pathId(p, 'taskId')
+      const task = await write(user, org, async (w): Promise<Task> => {
+        const view = new BoardView(w.doc, now())
+        if (view.hasTask(taskId)) throw conflict(`Card ${taskId} is on the board, not archived`)
+        const archived = await lockArchived(w.tx, org.id, taskId)
+        if (!archived) throw new ApiError(404, `No card with taskId ${taskId} in this organisation`)
+        await assertUnclaimed(w.tx, org.id, [taskId], now())
+        const columnId = restoreColumn(view, archived)
+        if (!columnId) throw conflict('The board has no column to restore the card into')
+        const claim = await lockClaim(w.tx, taskId)
+        const restored: StoredTask = {
+          ...archived,
+          columnId,
+          position: view.appendPosition(columnId, POSITION_STEP),
+          archivedAt: null,
+          updatedAt: w.now,
+        }
+        w.mutate((doc) => {
+          const maps = boardMaps(doc)
+          maps.tasks.set(taskId, taskMap(restored))
+          if (claim) maps.claims.set(taskId, storedClaimFromRow(claim, now()))
+        })
+        w.row({ t: 'archived', id: taskId, rec: null })
+        w.changed('task', taskId)
+        const after = new BoardView(w.doc, now())
+        return after.present(after.requireTask(taskId))
       })
-      w.row({ t: 'archived', id: taskId, rec: null })
-      w.changed('task', taskId)
-      const after = new BoardView(w.doc, now())
-      return after.present(after.requireTask(taskId))
-    })
-    return { status: 200, body: { task } }
-  })
+      return { status: 200, body: { task } }
+    },
+  )
 }
 
 /** Where a restored card goes: its column, else the first of its project's, else the organisation's. */

@@ -1,9 +1,13 @@
 import type { Db } from '../../persistence/db.ts'
-import { createWebhook as createWebhookBody } from '../../shared/schemas/webhooks.ts'
+import {
+  createWebhook as createWebhookBody,
+  MAX_WEBHOOKS_PER_ORG,
+} from '../../shared/schemas/webhooks.ts'
 import { parseParams } from '../agent/validation.ts'
 import { ApiError } from '../api-error.ts'
 import type { Config } from '../config.ts'
 import { readJson, sendEmpty, sendJson } from '../http/json.ts'
+import { answer } from '../http/route-docs.ts'
 import type { Params, Router } from '../http/router.ts'
 import { refusedAtRegistration } from '../webhooks/address-guard.ts'
 import {
@@ -47,51 +51,108 @@ export function webhookRoutes(router: Router, deps: { db: Db; config: Config }):
     return { user, org }
   }
 
-  router.on('POST', '/api/app/orgs/:orgId/webhooks', async (req, res, p) => {
-    const { user, org } = await manager(req, p)
-    const input = parseParams('register webhook', createWebhookBody, (await readJson(req)) ?? {})
-    if (!config.webhookAllowPrivate) {
-      const refused = refusedAtRegistration(new URL(input.url).hostname)
-      if (refused) {
-        throw new ApiError(
-          400,
-          `url must point to a public address; ${refused.host} is ${refused.why}. ` +
-            'A server operator can allow loopback and private receivers (tests, a receiver on the same network) by starting the service with WEBHOOK_ALLOW_PRIVATE=1',
-        )
+  router.on(
+    'POST',
+    '/api/app/orgs/:orgId/webhooks',
+    {
+      summary: 'Register a webhook for the chosen events',
+      description: 'Not idempotent: each call registers a new endpoint with a new secret.',
+      access: 'owner-admin',
+      body: createWebhookBody,
+      answers: [
+        answer.json(201, '`{ webhook, secret }`: the secret (whsec_…) is shown here only.'),
+      ],
+      errors: {
+        400: `The url is not a public address (unless the service runs with WEBHOOK_ALLOW_PRIVATE=1), or the organisation has ${MAX_WEBHOOKS_PER_ORG} webhooks already.`,
+      },
+    },
+    async (req, res, p) => {
+      const { user, org } = await manager(req, p)
+      const input = parseParams('register webhook', createWebhookBody, (await readJson(req)) ?? {})
+      if (!config.webhookAllowPrivate) {
+        const refused = refusedAtRegistration(new URL(input.url).hostname)
+        if (refused) {
+          throw new ApiError(
+            400,
+            `url must point to a public address; ${refused.host} is ${refused.why}. ` +
+              'A server operator can allow loopback and private receivers (tests, a receiver on the same network) by starting the service with WEBHOOK_ALLOW_PRIVATE=1',
+          )
+        }
       }
-    }
-    const created = await createWebhook(db, {
-      orgId: org.id,
-      url: input.url,
-      events: input.events,
-      createdBy: user.id,
-    })
-    sendJson(res, 201, created)
-  })
+      const created = await createWebhook(db, {
+        orgId: org.id,
+        url: input.url,
+        events: input.events,
+        createdBy: user.id,
+      })
+      sendJson(res, 201, created)
+    },
+  )
 
-  router.on('GET', '/api/app/orgs/:orgId/webhooks', async (req, res, p) => {
-    const { org } = await manager(req, p)
-    sendJson(res, 200, { webhooks: await listWebhooks(db, org.id) })
-  })
+  router.on(
+    'GET',
+    '/api/app/orgs/:orgId/webhooks',
+    {
+      summary: "The organisation's webhooks",
+      access: 'owner-admin',
+      answers: [
+        answer.json(
+          200,
+          '`{ webhooks }`, oldest first, each with its status, disabledReason and its newest deliveries (recentDeliveries).',
+        ),
+      ],
+    },
+    async (req, res, p) => {
+      const { org } = await manager(req, p)
+      sendJson(res, 200, { webhooks: await listWebhooks(db, org.id) })
+    },
+  )
 
-  router.on('DELETE', '/api/app/orgs/:orgId/webhooks/:webhookId', async (req, res, p) => {
-    const { org } = await manager(req, p)
-    if (!(await deleteWebhook(db, org.id, webhookIdOf(p)))) {
-      throw new ApiError(404, 'No such webhook')
-    }
-    sendEmpty(res)
-  })
+  router.on(
+    'DELETE',
+    '/api/app/orgs/:orgId/webhooks/:webhookId',
+    {
+      summary: 'Delete a webhook',
+      access: 'owner-admin',
+      answers: [answer.noContent('Gone, with its pending deliveries.')],
+      errors: { 404: 'No such webhook.' },
+    },
+    async (req, res, p) => {
+      const { org } = await manager(req, p)
+      if (!(await deleteWebhook(db, org.id, webhookIdOf(p)))) {
+        throw new ApiError(404, 'No such webhook')
+      }
+      sendEmpty(res)
+    },
+  )
 
-  router.on('POST', '/api/app/orgs/:orgId/webhooks/:webhookId/enable', async (req, res, p) => {
-    const { org } = await manager(req, p)
-    const webhook = await enableWebhook(db, org.id, webhookIdOf(p))
-    if (!webhook) throw new ApiError(404, 'No such webhook')
-    sendJson(res, 200, { webhook })
-  })
+  router.on(
+    'POST',
+    '/api/app/orgs/:orgId/webhooks/:webhookId/enable',
+    {
+      summary: 'Switch a self-disabled webhook back on',
+      description: 'Idempotent.',
+      access: 'owner-admin',
+      answers: [answer.json(200, '`{ webhook }`.')],
+      errors: { 404: 'No such webhook.' },
+    },
+    async (req, res, p) => {
+      const { org } = await manager(req, p)
+      const webhook = await enableWebhook(db, org.id, webhookIdOf(p))
+      if (!webhook) throw new ApiError(404, 'No such webhook')
+      sendJson(res, 200, { webhook })
+    },
+  )
 
   router.on(
     'GET',
     '/api/app/orgs/:orgId/webhooks/:webhookId/deliveries/:deliveryId',
+    {
+      summary: 'Every attempt of one delivery, for debugging a receiver',
+      access: 'owner-admin',
+      answers: [answer.json(200, '`{ delivery, attempts }`.')],
+      errors: { 404: 'No such webhook, or no such delivery of it.' },
+    },
     async (req, res, p) => {
       const { org } = await manager(req, p)
       const deliveryId = p.deliveryId ?? ''

@@ -9,6 +9,7 @@ import { requireMember, requireUser } from '../app-api/session.ts'
 import { attachmentsByIds } from '../board/history.ts'
 import type { Config } from '../config.ts'
 import { sendEmpty, sendJson } from '../http/json.ts'
+import { answer, type RouteDoc } from '../http/route-docs.ts'
 import type { Params, Router } from '../http/router.ts'
 import type { LiveDocs } from '../live/live-docs.ts'
 import { checkFileLink, fileLinkSecret, signFileLink } from './links.ts'
@@ -85,8 +86,16 @@ export function fileRoutes(router: Router, deps: FileRouteDeps): void {
       'cross-origin-resource-policy': 'cross-origin',
     })
   }
-  router.on('GET', '/files/public/:orgId/:name', publicFile)
-  router.on('HEAD', '/files/public/:orgId/:name', publicFile)
+  const publicDoc: RouteDoc = {
+    summary: 'A node image, public and permanent',
+    description:
+      'Cache-Control: public, max-age=31536000, immutable; Cross-Origin-Resource-Policy: cross-origin. A screenshot is never served here.',
+    access: 'public',
+    answers: [answer.file('The image, with the type proved at upload.'), answer.notModified()],
+    errors: { 404: 'No such image.' },
+  }
+  router.on('GET', '/files/public/:orgId/:name', publicDoc, publicFile)
+  router.on('HEAD', '/files/public/:orgId/:name', publicDoc, publicFile)
 
   const privateFile = async (req: IncomingMessage, res: ServerResponse, p: Params) => {
     const orgId = uuidOf(p.orgId)
@@ -117,51 +126,89 @@ export function fileRoutes(router: Router, deps: FileRouteDeps): void {
       'cross-origin-resource-policy': 'same-site',
     })
   }
-  router.on('GET', '/files/private/:orgId/:fileId/:filename', privateFile)
-  router.on('HEAD', '/files/private/:orgId/:fileId/:filename', privateFile)
+  const privateDoc: RouteDoc = {
+    summary: 'A screenshot, through a signed link',
+    description:
+      "The link is bound to the organisation and the file. Cache-Control: private for the rest of the link's life; Referrer-Policy: no-referrer.",
+    access: 'signed-link',
+    query: {
+      expires: {
+        description: 'When the link stops working (Unix seconds), as signed.',
+        schema: { type: 'integer' },
+        required: true,
+      },
+      sig: { description: 'The signature.', schema: { type: 'string' }, required: true },
+    },
+    answers: [answer.file('The screenshot, with the type proved at upload.'), answer.notModified()],
+    errors: { 404: 'No such screenshot.' },
+  }
+  router.on('GET', '/files/private/:orgId/:fileId/:filename', privateDoc, privateFile)
+  router.on('HEAD', '/files/private/:orgId/:fileId/:filename', privateDoc, privateFile)
 
   /** A fresh signed link to a screenshot, for a member of the organisation (the web app). */
-  router.on('GET', '/api/app/orgs/:orgId/attachments/:attachmentId/link', async (req, res, p) => {
-    const user = await requireUser(db, req)
-    const org = await requireMember(db, p.orgId as string, user)
-    const attachmentId = (p.attachmentId ?? '').toLowerCase()
-    const attachment = isUuid(attachmentId)
-      ? (await attachmentsByIds(db, org.id, [attachmentId])).get(attachmentId)
-      : undefined
-    if (!attachment) throw new ApiError(404, 'No such attachment')
-    const link = signFileLink(await fileLinkSecret(db), config, {
-      orgId: org.id,
-      id: attachment.id,
-      filename: attachment.filename,
-    })
-    sendJson(res, 200, link)
-  })
+  router.on(
+    'GET',
+    '/api/app/orgs/:orgId/attachments/:attachmentId/link',
+    {
+      summary: 'A fresh signed link to a screenshot',
+      access: 'member',
+      answers: [answer.json(200, '`{ url, expiresAt }`: the link works for 10 minutes.')],
+      errors: { 404: 'No such screenshot.' },
+    },
+    async (req, res, p) => {
+      const user = await requireUser(db, req)
+      const org = await requireMember(db, p.orgId as string, user)
+      const attachmentId = (p.attachmentId ?? '').toLowerCase()
+      const attachment = isUuid(attachmentId)
+        ? (await attachmentsByIds(db, org.id, [attachmentId])).get(attachmentId)
+        : undefined
+      if (!attachment) throw new ApiError(404, 'No such attachment')
+      const link = signFileLink(await fileLinkSecret(db), config, {
+        orgId: org.id,
+        id: attachment.id,
+        filename: attachment.filename,
+      })
+      sendJson(res, 200, link)
+    },
+  )
 
   /**
    * A teammate deletes a screenshot: its entry in the card's document, its index row, its
    * bytes and the card's stats go in one transaction.
    */
-  router.on('DELETE', '/api/app/orgs/:orgId/attachments/:attachmentId', async (req, res, p) => {
-    const user = await requireUser(db, req)
-    const org = await requireMember(db, p.orgId as string, user)
-    const attachmentId = (p.attachmentId ?? '').toLowerCase()
-    const found = isUuid(attachmentId)
-      ? (await attachmentsByIds(db, org.id, [attachmentId])).get(attachmentId)
-      : undefined
-    if (!found) throw new ApiError(404, 'No such attachment')
-    await personContext(deps, user, org).writeBoard(
-      async (w) => {
-        const card = await openCard(w, org.id, found.taskId)
-        if (!cardMaps(card.doc).attachments.has(attachmentId)) {
-          throw new ApiError(404, 'No such attachment')
-        }
-        await store.delete(org.id, attachmentId, w.tx)
-        w.mutateDoc(card.doc, (doc) => cardMaps(doc).attachments.delete(attachmentId))
-        followStats(w, found.taskId, card)
-        w.row({ t: 'attachment', id: attachmentId, rec: null })
-      },
-      cardDoc(org.id, found.taskId),
-    )
-    sendEmpty(res, 204)
-  })
+  router.on(
+    'DELETE',
+    '/api/app/orgs/:orgId/attachments/:attachmentId',
+    {
+      summary: 'Delete a screenshot',
+      description:
+        "Its entry in the card's document, its index row, its bytes and the card's counts, in one transaction.",
+      access: 'member',
+      answers: [answer.noContent('The screenshot is gone.')],
+      errors: { 404: 'No such screenshot.' },
+    },
+    async (req, res, p) => {
+      const user = await requireUser(db, req)
+      const org = await requireMember(db, p.orgId as string, user)
+      const attachmentId = (p.attachmentId ?? '').toLowerCase()
+      const found = isUuid(attachmentId)
+        ? (await attachmentsByIds(db, org.id, [attachmentId])).get(attachmentId)
+        : undefined
+      if (!found) throw new ApiError(404, 'No such attachment')
+      await personContext(deps, user, org).writeBoard(
+        async (w) => {
+          const card = await openCard(w, org.id, found.taskId)
+          if (!cardMaps(card.doc).attachments.has(attachmentId)) {
+            throw new ApiError(404, 'No such attachment')
+          }
+          await store.delete(org.id, attachmentId, w.tx)
+          w.mutateDoc(card.doc, (doc) => cardMaps(doc).attachments.delete(attachmentId))
+          followStats(w, found.taskId, card)
+          w.row({ t: 'attachment', id: attachmentId, rec: null })
+        },
+        cardDoc(org.id, found.taskId),
+      )
+      sendEmpty(res, 204)
+    },
+  )
 }

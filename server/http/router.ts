@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { RouteDoc } from './route-docs.ts'
 
 export type Params = Record<string, string>
 export type RouteHandler = (
@@ -9,8 +10,17 @@ export type RouteHandler = (
 
 interface Route {
   method: string
+  path: string
   parts: string[]
   handler: RouteHandler
+  doc: RouteDoc | undefined
+}
+
+/** A registration as the OpenAPI document reads it: method, `:name` path, what it declared. */
+export interface RegisteredRoute {
+  readonly method: string
+  readonly path: string
+  readonly doc: RouteDoc | undefined
 }
 
 export interface Match {
@@ -22,9 +32,18 @@ export interface Match {
 export class Router {
   private readonly routes: Route[] = []
 
-  on(method: string, path: string, handler: RouteHandler): this {
-    this.routes.push({ method, parts: path.split('/').filter(Boolean), handler })
+  /** `doc` describes the route in GET /api/openapi.json; a route without one is not described. */
+  on(method: string, path: string, handler: RouteHandler): this
+  on(method: string, path: string, doc: RouteDoc, handler: RouteHandler): this
+  on(method: string, path: string, ...rest: [RouteHandler] | [RouteDoc, RouteHandler]): this {
+    const [doc, handler] = rest.length === 1 ? [undefined, rest[0]] : rest
+    this.routes.push({ method, path, parts: path.split('/').filter(Boolean), handler, doc })
     return this
+  }
+
+  /** Every registration, in order. */
+  registered(): RegisteredRoute[] {
+    return this.routes.map(({ method, path, doc }) => ({ method, path, doc }))
   }
 
   match(method: string, pathname: string): Match | { allowed: string[] } | undefined {
