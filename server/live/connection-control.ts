@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { Redis } from 'ioredis'
 import type { Logger } from '../http/json.ts'
+import { watchRedis } from './redis.ts'
 
 /** Which live connections to close, wherever they are connected. */
 export type CloseTarget =
@@ -59,11 +60,8 @@ export class ConnectionControl {
     this.channel = `${options.redis?.prefix ?? ''}:close-connections`
     if (!options.redis) return
     const log = options.log
-    this.publisher = new Redis(options.redis.url)
-    this.subscriber = new Redis(options.redis.url)
-    for (const client of [this.publisher, this.subscriber]) {
-      client.on('error', (error: unknown) => log.error('connection control: redis error', error))
-    }
+    this.publisher = watchRedis(new Redis(options.redis.url), 'connection control', log)
+    this.subscriber = watchRedis(new Redis(options.redis.url), 'connection control', log)
     this.subscriber.subscribe(this.channel).catch((error: unknown) => {
       log.error('connection control: cannot subscribe', error)
     })
@@ -120,7 +118,11 @@ export class ConnectionControl {
 
   async stop(): Promise<void> {
     await Promise.all(
-      [this.publisher, this.subscriber].map((client) => client?.quit().catch(() => {})),
+      [this.publisher, this.subscriber].map(async (client) => {
+        // QUIT waits for an answer; while Redis is away that is ioredis's retries (~40 s).
+        if (client?.status === 'ready') await client.quit().catch(() => {})
+        else client?.disconnect(false)
+      }),
     )
   }
 }

@@ -23,7 +23,7 @@ import './hold.ts'
 import { OrgLane, type WriteScope } from './lane.ts'
 import type { EventSink, WriteOrigin } from './origin.ts'
 import { PeopleEdits, RESTORE_ORIGIN } from './people.ts'
-import { GatedRedis } from './redis.ts'
+import { GatedRedis, watchRedis } from './redis.ts'
 import { type ConnectionContext, type DocEntry, DocRegistry } from './registry.ts'
 
 export type { WriteScope } from './lane.ts'
@@ -64,6 +64,8 @@ export class LiveDocs {
   private readonly boards = new Map<string, DocEntry>()
   /** Releases of people's sync messages admitted through a lane's gate, per connection. */
   private readonly admitted = new WeakMap<Connection, () => void>()
+  /** The Redis extension, when documents are shared with other processes. */
+  private readonly shared: GatedRedis | undefined
   /** Where writes' events go; set by the webhooks module. Without it events are dropped. */
   eventSink: EventSink | undefined
 
@@ -134,16 +136,15 @@ export class LiveDocs {
     const extensions: Extension[] = [extension]
     if (options.redis) {
       const { url, prefix } = options.redis
-      extensions.push(
-        new GatedRedis(
-          {
-            // ioredis reads the whole URL: password, database, and TLS for rediss://.
-            createClient: () => new IORedis(url),
-            prefix,
-          },
-          (name) => this.lane(name.slice(0, 36)).gate.read(),
-        ),
+      this.shared = new GatedRedis(
+        {
+          // ioredis reads the whole URL: password, database, and TLS for rediss://.
+          createClient: () => watchRedis(new IORedis(url), 'live documents', this.log),
+          prefix,
+        },
+        (name) => this.lane(name.slice(0, 36)).gate.read(),
       )
+      extensions.push(this.shared)
     }
     this.hocuspocus = new Hocuspocus<ConnectionContext>({ quiet: true, extensions })
     this.registry = new DocRegistry({
@@ -348,6 +349,8 @@ export class LiveDocs {
 
   /** Stores everything pending and unloads every document (graceful shutdown). */
   async close(): Promise<void> {
+    // Unloading would tell Redis (unsubscribe, locks): nothing it needs (see letGo).
+    this.shared?.letGo()
     this.hocuspocus.closeConnections()
     await Promise.all([...this.lanes.values()].map((lane) => lane.close()))
     for (const board of this.boards.values()) this.registry.release(board)

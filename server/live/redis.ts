@@ -1,4 +1,5 @@
 import { Redis } from '@hocuspocus/extension-redis'
+import type { Redis as IORedis } from 'ioredis'
 import * as decoding from 'lib0/decoding'
 
 /** Hocuspocus message types (types.ts in @hocuspocus/server) that carry document content. */
@@ -47,6 +48,25 @@ export class GatedRedis extends Redis {
       chains.set(message.documentName, next)
     })
   }
+
+  /**
+   * Shutting down while Redis is away: the extension's QUIT would wait for Redis through
+   * ioredis's retries (about 40 s); there is nothing left to tell an unreachable Redis.
+   */
+  override async onDestroy(): Promise<void> {
+    this.letGo()
+    await super.onDestroy().catch(() => {})
+  }
+
+  /**
+   * Drops the connections to Redis, first thing on shutdown: every change was published
+   * when it was made, so nothing is left to tell the other processes, and every command
+   * to a Redis that went away (or hangs) would wait on ioredis's retries (about 40 s).
+   */
+  letGo(): void {
+    this.pub.disconnect(false)
+    this.sub.disconnect(false)
+  }
 }
 
 /** The document a published message is for, and whether it carries document content. */
@@ -60,4 +80,29 @@ function peek(data: Buffer): { documentName: string; content: boolean } | undefi
   } catch {
     return undefined
   }
+}
+
+/**
+ * Says once that a Redis connection is lost, and once that it is back: ioredis retries
+ * every few hundred milliseconds and reports each failed try, and a client without an
+ * 'error' listener prints each one. While it is away, live documents stay live on each
+ * process, and the processes catch up when it returns (test/faults/redis.test.ts).
+ */
+export function watchRedis<C extends IORedis>(
+  client: C,
+  what: string,
+  log: { error(...args: unknown[]): void; info(...args: unknown[]): void },
+): C {
+  let down = false
+  client.on('error', (error: unknown) => {
+    if (down) return
+    down = true
+    log.error(`${what}: Redis unreachable, retrying`, error)
+  })
+  client.on('ready', () => {
+    if (!down) return
+    down = false
+    log.info(`${what}: Redis is back`)
+  })
+  return client
 }
