@@ -2,6 +2,8 @@ import type { Db } from '../../persistence/db.ts'
 import {
   createWebhook as createWebhookBody,
   MAX_WEBHOOKS_PER_ORG,
+  rotateWebhookSecretResult,
+  webhookTestResult,
 } from '../../shared/schemas/webhooks.ts'
 import { parseParams } from '../agent/validation.ts'
 import { ApiError } from '../api-error.ts'
@@ -10,13 +12,16 @@ import { readJson, sendEmpty, sendJson } from '../http/json.ts'
 import { answer } from '../http/route-docs.ts'
 import type { Params, Router } from '../http/router.ts'
 import { refusedAtRegistration } from '../webhooks/address-guard.ts'
+import { pingWebhook } from '../webhooks/ping.ts'
 import {
   createWebhook,
   deleteWebhook,
   deliveryDetail,
   enableWebhook,
   listWebhooks,
+  rotateWebhookSecret,
 } from '../webhooks/registry.ts'
+import { DEFAULT_TIMING, systemClock } from '../webhooks/timing.ts'
 import { requireMember, requireUser } from './session.ts'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
@@ -42,6 +47,13 @@ function webhookIdOf(p: Params): string {
  *   self-disabled endpoint back on (idempotent).
  * - `GET /api/app/orgs/:orgId/webhooks/:webhookId/deliveries/:deliveryId` → `{ delivery,
  *   attempts }`: every attempt of one delivery, for debugging a receiver.
+ * - `POST /api/app/orgs/:orgId/webhooks/:webhookId/rotate-secret` → `{ secret,
+ *   previousSecretExpiresAt }`: a new secret; the old one keeps signing beside it for 24 h.
+ * - `POST /api/app/orgs/:orgId/webhooks/:webhookId/test` → `{ delivered, status, durationMs,
+ *   error }`: a signed `ping` sent at once, outside the outbox.
+ *
+ * Rotation and ping read the system clock and the default reply window, as the delivery
+ * worker does in production (createApp hands these routes no test clock).
  */
 export function webhookRoutes(router: Router, deps: { db: Db; config: Config }): void {
   const { db, config } = deps
@@ -161,6 +173,63 @@ export function webhookRoutes(router: Router, deps: { db: Db; config: Config }):
         : undefined
       if (!found) throw new ApiError(404, 'No such delivery')
       sendJson(res, 200, found)
+    },
+  )
+
+  router.on(
+    'POST',
+    '/api/app/orgs/:orgId/webhooks/:webhookId/rotate-secret',
+    {
+      summary: "Replace a webhook's signing secret, keeping the old one valid for 24 hours",
+      description:
+        'Not idempotent: each call makes a new secret, shown here only. Until previousSecretExpiresAt every delivery carries two signatures in each signature header (the new secret first, then the replaced one); after that only the new one. A second rotation within that window drops the older previous secret at once: the one being rotated out becomes the previous secret.',
+      access: 'owner-admin',
+      answers: [
+        answer.json(
+          200,
+          '`{ secret, previousSecretExpiresAt }`: the new secret (whsec_…) and when the replaced one stops signing.',
+          rotateWebhookSecretResult,
+        ),
+      ],
+      errors: { 404: 'No such webhook.' },
+    },
+    async (req, res, p) => {
+      const { org } = await manager(req, p)
+      const rotated = await rotateWebhookSecret(db, org.id, webhookIdOf(p), systemClock.now())
+      if (!rotated) throw new ApiError(404, 'No such webhook')
+      sendJson(res, 200, rotated)
+    },
+  )
+
+  router.on(
+    'POST',
+    '/api/app/orgs/:orgId/webhooks/:webhookId/test',
+    {
+      summary: 'Send a signed test ping to a webhook now and report how it went',
+      description:
+        "Sends one `ping` event, signed and address-checked like every delivery, with the same 8 s reply window and no retries. A failed ping is still a 200 (delivered false, the receiver's status or null, the error in words); it never counts toward switching the endpoint off. It appears in the endpoint's recent deliveries as a finished `ping`. A switched-off endpoint is pinged too.",
+      access: 'owner-admin',
+      answers: [
+        answer.json(
+          200,
+          '`{ delivered, status, durationMs, error }`: the outcome of the one attempt.',
+          webhookTestResult,
+        ),
+      ],
+      errors: { 404: 'No such webhook.' },
+    },
+    async (req, res, p) => {
+      const { user, org } = await manager(req, p)
+      const outcome = await pingWebhook(db, {
+        orgId: org.id,
+        webhookId: webhookIdOf(p),
+        actor: { type: 'person', email: user.email, userId: user.id },
+        clock: systemClock,
+        allowPrivate: config.webhookAllowPrivate,
+        timeoutMs: DEFAULT_TIMING.timeoutMs,
+      })
+      if (!outcome) throw new ApiError(404, 'No such webhook')
+      sendJson(res, 200, outcome)
     },
   )
 }

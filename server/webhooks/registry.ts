@@ -1,6 +1,12 @@
 import { randomUUID } from 'node:crypto'
 import type { Db, Queryable } from '../../persistence/db.ts'
-import { MAX_WEBHOOKS_PER_ORG, type WebhookEventType } from '../../shared/schemas/webhooks.ts'
+import {
+  MAX_WEBHOOKS_PER_ORG,
+  type RotateWebhookSecretResult,
+  SECRET_ROTATION_OVERLAP_MS,
+  type WEBHOOK_PING,
+  type WebhookEventType,
+} from '../../shared/schemas/webhooks.ts'
 import { ApiError } from '../api-error.ts'
 import { newWebhookSecret } from './signature.ts'
 
@@ -18,12 +24,18 @@ export interface WebhookView {
   /** Events in a row whose delivery finally failed (5 switch the endpoint off). */
   consecutiveFailures: number
   createdAt: string
+  /**
+   * Until when deliveries are also signed with the secret the last rotation replaced; null
+   * when it was never rotated. Once past, only the current secret signs.
+   */
+  previousSecretExpiresAt: string | null
 }
 
 export interface DeliveryView {
   id: string
   eventId: string
-  eventType: WebhookEventType
+  /** The event's type, or `ping` for a test ping sent on request. */
+  eventType: WebhookEventType | typeof WEBHOOK_PING
   /** pending (waiting or being sent), delivered, failed (retries exhausted), cancelled (endpoint switched off). */
   status: 'pending' | 'delivered' | 'failed' | 'cancelled'
   attempts: number
@@ -57,10 +69,11 @@ type WebhookRow = {
   disabled_at: Date | null
   consecutive_failures: number
   created_at: Date
+  previous_secret_expires_at: Date | null
 }
 
 const WEBHOOK_COLUMNS =
-  'id, url, events, enabled, disabled_reason, disabled_at, consecutive_failures, created_at'
+  'id, url, events, enabled, disabled_reason, disabled_at, consecutive_failures, created_at, previous_secret_expires_at'
 
 function webhookView(r: WebhookRow): WebhookView {
   return {
@@ -72,6 +85,7 @@ function webhookView(r: WebhookRow): WebhookView {
     disabledAt: iso(r.disabled_at),
     consecutiveFailures: r.consecutive_failures,
     createdAt: isoOf(r.created_at),
+    previousSecretExpiresAt: iso(r.previous_secret_expires_at),
   }
 }
 
@@ -79,7 +93,7 @@ type DeliveryRow = {
   id: string
   webhook_id: string
   event_id: string
-  type: WebhookEventType
+  type: DeliveryView['eventType']
   status: DeliveryView['status']
   attempts: number
   created_at: Date
@@ -181,6 +195,30 @@ export async function deleteWebhook(db: Db, orgId: string, id: string): Promise<
     await tx.query('delete from webhook_deliveries where webhook_id = $1', [id])
     return true
   })
+}
+
+/**
+ * Gives the endpoint a new secret. The one it replaces keeps signing deliveries beside it
+ * for {@link SECRET_ROTATION_OVERLAP_MS} from `now`; a previous secret still in its window
+ * is dropped at once (only two secrets are ever valid). Not idempotent; undefined when the
+ * organisation has no such endpoint.
+ */
+export async function rotateWebhookSecret(
+  db: Queryable,
+  orgId: string,
+  id: string,
+  now: number,
+): Promise<RotateWebhookSecretResult | undefined> {
+  const secret = newWebhookSecret()
+  const expiresAt = new Date(now + SECRET_ROTATION_OVERLAP_MS)
+  // One statement, so concurrent rotations chain under the row lock: the later one moves
+  // the earlier one's new secret (the committed row) to previous_secret.
+  const [row] = await db.query<{ id: string }>(
+    `update webhooks set previous_secret = secret, previous_secret_expires_at = $3, secret = $4
+     where id = $1 and org_id = $2 returning id`,
+    [id, orgId, expiresAt, secret],
+  )
+  return row ? { secret, previousSecretExpiresAt: expiresAt.toISOString() } : undefined
 }
 
 /**

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { Db } from '../../persistence/db.ts'
 import type { Logger } from '../http/json.ts'
 import { Sender, type SendResult } from './sender.ts'
-import { signatureHeaders } from './signature.ts'
+import { signatureHeaders, validSecrets } from './signature.ts'
 import {
   type Clock,
   DEFAULT_TIMING,
@@ -35,6 +35,8 @@ type Claimed = {
   attempts: number
   url: string
   secret: string
+  /** The secret the last rotation replaced, while it still signs (else null). */
+  previous_secret: string | null
   payload: string
 }
 
@@ -215,7 +217,9 @@ export class DeliveryWorker {
          from due where d.id = due.id
          returning d.id, d.webhook_id, d.event_id, d.attempts
        )
-       select c.id, c.attempts, w.url, w.secret, e.payload
+       select c.id, c.attempts, w.url, w.secret,
+         case when w.previous_secret_expires_at > $1 then w.previous_secret end as previous_secret,
+         e.payload
        from claimed c
        join webhooks w on w.id = c.webhook_id
        join webhook_events e on e.id = c.event_id`,
@@ -229,7 +233,7 @@ export class DeliveryWorker {
     const result = await this.sender.send(
       c.url,
       c.payload,
-      signatureHeaders(c.secret, c.id, timestamp, c.payload),
+      signatureHeaders(validSecrets(c.secret, c.previous_secret), c.id, timestamp, c.payload),
     )
     try {
       await this.hooks.afterSend?.(c.id, c.attempts)

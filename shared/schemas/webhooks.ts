@@ -79,6 +79,45 @@ export const webhookEvents = z
  */
 export const createWebhook = z.strictObject({ url: webhookUrl, events: webhookEvents })
 
+/**
+ * How long the secret a rotation replaces keeps signing deliveries beside the new one, so
+ * a receiver can switch over without losing a delivery.
+ */
+export const SECRET_ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000
+
+/**
+ * The answer of `POST /api/app/orgs/:orgId/webhooks/:webhookId/rotate-secret` (owner or
+ * admin). Not idempotent: every call makes a new secret. Until `previousSecretExpiresAt`
+ * every delivery is signed with both `secret` and the secret it replaced; a second rotation
+ * within that window replaces that previous secret with the one being rotated out.
+ */
+export const rotateWebhookSecretResult = z.strictObject({
+  /** The new secret (`whsec_` + base64 of 32 random bytes), shown here only. */
+  secret: z.string().startsWith('whsec_'),
+  /** When deliveries stop carrying a signature made with the replaced secret (ISO 8601 UTC). */
+  previousSecretExpiresAt: z.iso.datetime(),
+})
+export type RotateWebhookSecretResult = z.infer<typeof rotateWebhookSecretResult>
+
+/** The event type of a test ping; no endpoint subscribes to it, it is sent on request only. */
+export const WEBHOOK_PING = 'ping'
+
+/**
+ * The answer of `POST /api/app/orgs/:orgId/webhooks/:webhookId/test` (owner or admin): how
+ * the one attempt at delivering a signed `ping` went. A failure is an answer too, never an
+ * error status, and never counts toward switching the endpoint off.
+ */
+export const webhookTestResult = z.strictObject({
+  /** The receiver answered 2xx within the reply window. */
+  delivered: z.boolean(),
+  /** The receiver's HTTP status; null when it did not answer. */
+  status: z.int().min(100).max(599).nullable(),
+  durationMs: z.int().nonnegative(),
+  /** Why it failed, in words; null when delivered. */
+  error: z.string().nullable(),
+})
+export type WebhookTestResult = z.infer<typeof webhookTestResult>
+
 /** Who made the change an event announces. */
 export type WebhookActor =
   | {
@@ -117,7 +156,18 @@ export interface WebhookEventData {
   }
 }
 
-/** The JSON body of every delivery; the same bytes on every retry. */
+/** The JSON body of a test ping. */
+export interface WebhookPingPayload {
+  id: string
+  type: typeof WEBHOOK_PING
+  createdAt: string
+  organizationId: string
+  /** The person who asked for the ping. */
+  actor: WebhookActor
+  data: { webhookId: string }
+}
+
+/** The JSON body of every delivery of an event; the same bytes on every retry. */
 export type WebhookPayload = {
   [T in WebhookEventType]: {
     /** Event id: the same in the deliveries of this event to every endpoint. */

@@ -1,9 +1,10 @@
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Config } from '../../server/config.ts'
 import type { WebhookOptions } from '../../server/webhooks/webhooks.ts'
 import type { WebhookEventType } from '../../shared/schemas/webhooks.ts'
-import type { Agent, Person } from '../support/client.ts'
+import { type Agent, Person } from '../support/client.ts'
 import { startServer, type TestServer } from '../support/server.ts'
 import type { StorageKind } from '../support/storage.ts'
 
@@ -183,5 +184,51 @@ export async function eventually<T>(check: () => Promise<T | undefined>, ms = 10
     if (v !== undefined) return v
     if (Date.now() > deadline) throw new Error('condition not met in time')
     await new Promise((r) => setTimeout(r, 10))
+  }
+}
+
+/** A person invited into `owner`'s organisation with `role`, signed in. */
+export async function invited(owner: Person, role: 'admin' | 'member'): Promise<Person> {
+  const email = `${role}-${randomBytes(4).toString('hex')}@example.test`
+  const invite = await owner.request('POST', `/api/app/orgs/${owner.orgId}/invites`, {
+    email,
+    role,
+  })
+  if (invite.status !== 201) throw new Error(`invite → ${invite.status}`)
+  const p = new Person(owner.url)
+  await p.signUp({ email })
+  const accepted = await p.request('POST', `/api/app/invites/${invite.body.invite.token}/accept`)
+  if (accepted.status !== 200) throw new Error(`accept → ${accepted.status}`)
+  p.orgId = owner.orgId
+  return p
+}
+
+const same = (a: string, b: string) => {
+  const x = Buffer.from(a)
+  const y = Buffer.from(b)
+  return x.length === y.length && timingSafeEqual(x, y)
+}
+
+/**
+ * Whether a delivery verifies with `secret`, checked as docs/webhooks.md tells a receiver
+ * to (timestamps aside: tests that move the clock check those themselves), in each scheme:
+ * accept when ANY of the space-separated signatures matches.
+ * - `webhook-signature`: `v1,<base64 HMAC-SHA256>` keyed with the base64-decoded part
+ *   after `whsec_`, over `<webhook-id>.<webhook-timestamp>.<body>`;
+ * - `X-Service-Signature`: `v1=<hex HMAC-SHA256>` keyed with the whole secret string, over
+ *   `<X-Service-Timestamp>.<body>`.
+ */
+export function verifiesWith(secret: string, r: Received): { standard: boolean; service: boolean } {
+  const h = r.headers
+  const key = Buffer.from(secret.slice('whsec_'.length), 'base64')
+  const standard = `v1,${createHmac('sha256', key)
+    .update(`${h['webhook-id']}.${h['webhook-timestamp']}.${r.body}`)
+    .digest('base64')}`
+  const service = `v1=${createHmac('sha256', secret)
+    .update(`${h['x-service-timestamp']}.${r.body}`)
+    .digest('hex')}`
+  return {
+    standard: (h['webhook-signature'] ?? '').split(' ').some((s) => same(s, standard)),
+    service: (h['x-service-signature'] ?? '').split(' ').some((s) => same(s, service)),
   }
 }

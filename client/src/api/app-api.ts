@@ -73,9 +73,20 @@ const webhook = z.looseObject({
   disabledAt: z.optional(z.nullable(z.string())),
   createdAt: z.optional(z.string()),
   consecutiveFailures: z.optional(z.number()),
+  previousSecretExpiresAt: z.optional(z.nullable(z.string())),
   recentDeliveries: z.optional(z.array(delivery)),
 })
 export type Webhook = z.infer<typeof webhook>
+
+const rotatedSecret = z.looseObject({ secret: z.string(), previousSecretExpiresAt: z.string() })
+
+const pingOutcome = z.looseObject({
+  delivered: z.boolean(),
+  status: z.nullable(z.number()),
+  durationMs: z.number(),
+  error: z.nullable(z.string()),
+})
+export type PingOutcome = z.infer<typeof pingOutcome>
 
 const mindMap = z.looseObject({ id: z.string(), title: z.string(), updatedAt: z.string() })
 export type MindMapSummary = z.infer<typeof mindMap>
@@ -225,6 +236,10 @@ export const appApi = {
     apiVoid('DELETE', `${org(orgId)}/webhooks/${webhookId}`),
   enableWebhook: (orgId: string, webhookId: string) =>
     api('POST', `${org(orgId)}/webhooks/${webhookId}/enable`, empty),
+  rotateWebhookSecret: (orgId: string, webhookId: string) =>
+    api('POST', `${org(orgId)}/webhooks/${webhookId}/rotate-secret`, rotatedSecret),
+  testWebhook: (orgId: string, webhookId: string) =>
+    api('POST', `${org(orgId)}/webhooks/${webhookId}/test`, pingOutcome),
 
   maps: (orgId: string) =>
     api('GET', `${org(orgId)}/maps`, z.looseObject({ maps: z.array(mindMap) })),

@@ -1,5 +1,5 @@
 import { type FormEvent, useCallback, useEffect, useState } from 'react'
-import { appApi, type Webhook } from '../api/app-api.ts'
+import { appApi, type PingOutcome, type Webhook } from '../api/app-api.ts'
 import { describeError } from '../api/http.ts'
 import { RefreshIcon } from '../ui/icons.tsx'
 import { Labeled } from '../ui/labeled.tsx'
@@ -22,12 +22,36 @@ const STATUS_TEXT: Record<string, string> = {
   cancelled: 'Cancelled',
 }
 
+/** A test ping's outcome in one line: the receiver's answer (or why there was none) and how long it took. */
+function PingResult({ outcome: o }: { outcome: PingOutcome | undefined }) {
+  if (!o) return null
+  const answer = o.status !== null ? `HTTP ${o.status}` : 'no answer'
+  const why = o.error && o.error !== answer ? `: ${o.error}` : ''
+  return (
+    <p
+      className={o.delivered ? 'hook-ping' : 'hook-ping hook-reason'}
+      role="status"
+      data-testid="ping-outcome"
+    >
+      {o.delivered
+        ? `Test ping delivered: ${answer} in ${o.durationMs} ms`
+        : `Test ping failed: ${answer} after ${o.durationMs} ms${why}`}
+    </p>
+  )
+}
+
 /** Webhooks: register an address for events, see each one's health and recent deliveries. */
 export function Webhooks() {
   const { org, canAdmin } = useWorkspace()
   const fetchHooks = useCallback(async () => (await appApi.webhooks(org.id)).webhooks, [org.id])
   const { items: hooks, error, reload: load } = useAdminList<Webhook>(fetchHooks, canAdmin)
   const [secret, setSecret] = useState<{ url: string; secret: string }>()
+  const [rotated, setRotated] = useState<{
+    webhookId: string
+    secret: string
+    previousSecretExpiresAt: string
+  }>()
+  const [pings, setPings] = useState<Readonly<Record<string, PingOutcome>>>({})
   const [busy, submit] = useSubmit()
 
   useEffect(() => {
@@ -64,6 +88,29 @@ export function Webhooks() {
     } catch (err) {
       toast('error', describeError(err))
     }
+  }
+
+  const rotate = async (h: Webhook) => {
+    const ok = await confirmDialog({
+      title: 'Rotate the signing secret?',
+      message: `${h.url} gets a new secret, shown once. For 24 hours every delivery is signed with both the new and the current secret, so the receiver can switch over; then only the new one.`,
+      confirmLabel: 'Rotate secret',
+    })
+    if (!ok) return
+    await submit(async () => {
+      const res = await appApi.rotateWebhookSecret(org.id, h.id)
+      setRotated({ webhookId: h.id, ...res })
+      await load()
+    })
+  }
+
+  const ping = async (h: Webhook) => {
+    await submit(async () => {
+      const outcome = await appApi.testWebhook(org.id, h.id)
+      setPings((all) => ({ ...all, [h.id]: outcome }))
+      // The ping is in the delivery log now.
+      await load()
+    })
   }
 
   const remove = async (h: Webhook) => {
@@ -166,6 +213,22 @@ export function Webhooks() {
                 )}
                 <button
                   type="button"
+                  className="btn btn-small"
+                  disabled={busy}
+                  onClick={() => void ping(h)}
+                >
+                  Send test ping
+                </button>
+                <button
+                  type="button"
+                  className="btn btn-small"
+                  disabled={busy}
+                  onClick={() => void rotate(h)}
+                >
+                  Rotate secret
+                </button>
+                <button
+                  type="button"
                   className="btn btn-small btn-ghost danger"
                   onClick={() => void remove(h)}
                 >
@@ -175,7 +238,24 @@ export function Webhooks() {
               <p className="muted small">
                 Events: {h.events.join(', ')} · registered {formatDate(h.createdAt)}
                 {h.consecutiveFailures ? ` · ${h.consecutiveFailures} failed in a row` : ''}
+                {h.previousSecretExpiresAt && Date.parse(h.previousSecretExpiresAt) > Date.now()
+                  ? ` · the previous secret also signs until ${formatDate(h.previousSecretExpiresAt)}`
+                  : ''}
               </p>
+              {rotated?.webhookId === h.id && (
+                <ShownOnce
+                  value={rotated.secret}
+                  copyLabel="Copy new secret"
+                  testId="rotated-secret"
+                  valueTestId="webhook-new-secret"
+                  onDone={() => setRotated(undefined)}
+                >
+                  <strong>New signing secret for {h.url}.</strong> It is shown this once. The old
+                  secret stops being accepted on {formatDate(rotated.previousSecretExpiresAt)}.
+                  Until then each delivery carries a signature for each secret.
+                </ShownOnce>
+              )}
+              <PingResult outcome={pings[h.id]} />
               {!h.enabled && h.disabledReason && (
                 <p className="hook-reason" role="note">
                   Switched off {h.disabledAt ? `on ${formatDate(h.disabledAt)}` : ''}:{' '}
