@@ -2,6 +2,8 @@ import type { mapActions } from '../../shared/actions/maps.ts'
 import type { HandlerMap } from '../agent/handlers.ts'
 import * as edges from './edges.ts'
 import * as images from './images.ts'
+import * as mapExport from './map-export.ts'
+import * as mapLayout from './map-layout.ts'
 import * as maps from './maps.ts'
 import * as nodes from './nodes.ts'
 
@@ -20,5 +22,7 @@ export const mapHandlers: HandlerMap<keyof typeof mapActions> = {
   create_edge: edges.create_edge,
   create_edges: edges.create_edges,
   delete_edge: edges.delete_edge,
+  export_map: mapExport.export_map,
+  layout_map: mapLayout.layout_map,
   attach_screenshot: images.attach_screenshot,
 }

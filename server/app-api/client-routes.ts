@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http'
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import { z } from 'zod'
 import type { Db } from '../../persistence/db.ts'
 import { actions } from '../../shared/actions.ts'
@@ -8,6 +8,8 @@ import { mapDocMaps } from '../../shared/map-doc.ts'
 import { oneOf } from '../../shared/schemas/common.ts'
 import type { OrgMembership, User } from '../accounts.ts'
 import { delete_comment } from '../actions/comments.ts'
+import { EXPORT_TYPES, exportBytes, readMapContent } from '../actions/map-export.ts'
+import { layout_map } from '../actions/map-layout.ts'
 import {
   create_map,
   delete_map,
@@ -43,6 +45,55 @@ const MANAGERS = ['owner', 'admin'] as const
 /** `PATCH /orgs/:orgId/members/:userId` body. */
 const memberRole = z.strictObject({ role: oneOf('role', MEMBER_ROLES) })
 
+/** Bytes the browser saves as a file. */
+interface DownloadFile {
+  bytes: Buffer
+  mimeType: string
+  /** The file's name as people see it (any characters); made safe for the header here. */
+  filename: string
+}
+
+/**
+ * `Content-Disposition: attachment` with the name twice: `filename` in plain ASCII (quotes,
+ * backslashes, slashes and controls out, anything else non-ASCII as `_`) for every browser,
+ * and `filename*` (RFC 6266) with the whole name in UTF-8 for those that read it.
+ */
+export function attachmentDisposition(filename: string): string {
+  const ascii = filename
+    .replace(/[\p{Cc}"\\/]/gu, '')
+    .replace(/[^\u0020-\u007e]/g, '_')
+    .trim()
+  const utf8 = encodeURIComponent(filename).replace(
+    /['()*]/g,
+    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+  )
+  return `attachment; filename="${ascii || 'download'}"; filename*=UTF-8''${utf8}`
+}
+
+function sendDownload(res: ServerResponse, file: DownloadFile): void {
+  res.writeHead(200, {
+    'content-type': file.mimeType.startsWith('text/')
+      ? `${file.mimeType}; charset=utf-8`
+      : file.mimeType,
+    'content-length': file.bytes.length,
+    'content-disposition': attachmentDisposition(file.filename),
+    'cache-control': 'no-store',
+    'x-content-type-options': 'nosniff',
+  })
+  res.end(file.bytes)
+}
+
+/** A map's title as a file name: what a file system refuses out, at most 100 characters. */
+function mapFileName(title: string, extension: string): string {
+  const base = title
+    .replace(/[\p{Cc}<>:"/\\|?*]/gu, ' ')
+    .replace(/\s+/g, ' ')
+    .trim()
+    .replace(/^\.+/, '')
+  const short = Array.from(base).slice(0, 100).join('').trim()
+  return `${short || 'map'}.${extension}`
+}
+
 /** Closes a person's live connections to an organisation's documents (they left it). */
 function disconnect(live: LiveDocs, orgId: string, userId: string): void {
   live.closeConnections({ orgId, userId })
@@ -60,7 +111,7 @@ export function clientRoutes(router: Router, deps: ClientRouteDeps): void {
   type Handler = (
     req: IncomingMessage,
     ctx: { user: User; org: OrgMembership; params: Params },
-  ) => Promise<{ status: number; body?: unknown }>
+  ) => Promise<{ status: number; body?: unknown; file?: DownloadFile }>
 
   /** Who may call it is the declared access, so the document and the check cannot differ. */
   const on = (
@@ -78,7 +129,8 @@ export function clientRoutes(router: Router, deps: ClientRouteDeps): void {
         doc.access === 'owner-admin' ? MANAGERS : undefined,
       )
       const out = await handler(req, { user, org, params })
-      if (out.body === undefined) sendEmpty(res, out.status)
+      if (out.file) sendDownload(res, out.file)
+      else if (out.body === undefined) sendEmpty(res, out.status)
       else sendJson(res, out.status, out.body)
     })
 
@@ -428,6 +480,70 @@ export function clientRoutes(router: Router, deps: ClientRouteDeps): void {
       const input = parseParams('clear node image', actions.clear_node_image.input, { nodeId })
       await nodeOnMap(org.id, mapId, nodeId)
       return { status: 200, body: await clear_node_image(personContext(deps, user, org), input) }
+    },
+  )
+
+  /**
+   * A map as a download (export_map): the bytes with their Content-Type, and a file name
+   * from the map's title.
+   */
+  on(
+    'GET',
+    '/maps/:mapId/export',
+    {
+      summary: 'Download a map, as export_map',
+      description:
+        'Mermaid (.mmd), a Markdown outline (.md), SVG or PNG, as an attachment named after the map.',
+      access: 'member',
+      query: {
+        format: {
+          description: 'mermaid, markdown, svg or png.',
+          schema: actions.export_map.input.shape.format,
+          required: true,
+        },
+      },
+      answers: [answer.file('The exported file, Content-Disposition: attachment.')],
+      errors: { 400: 'format is missing or unknown.', 404: 'No such map.' },
+    },
+    async (req, { user, org, params }) => {
+      const query = new URL(req.url ?? '/', 'http://localhost').searchParams
+      const input = parseParams('export map', actions.export_map.input, {
+        mapId: params.mapId,
+        format: query.get('format') ?? undefined,
+      })
+      const map = await readMapContent(personContext(deps, user, org), input.mapId)
+      const type = EXPORT_TYPES[input.format]
+      return {
+        status: 200,
+        file: {
+          bytes: exportBytes(map, input.format),
+          mimeType: type.mimeType,
+          filename: mapFileName(map.title, type.extension),
+        },
+      }
+    },
+  )
+
+  /** Tidies a map into a tree, live for everyone watching (layout_map). */
+  on(
+    'POST',
+    '/maps/:mapId/layout',
+    {
+      summary: 'Tidy a map into a tree, as layout_map',
+      description: actions.layout_map.description,
+      access: 'member',
+      // layout_map's input, its mapId taken from the path.
+      body: actions.layout_map.input.omit({ mapId: true }),
+      answers: [answer.json(200, 'Every node with its new x, y.', actions.layout_map.output)],
+      errors: { 404: 'No such map, or rootNodeId is not on it.' },
+    },
+    async (req, { user, org, params }) => {
+      const body = (await readJson(req)) ?? {}
+      const input = parseParams('layout map', actions.layout_map.input, {
+        ...(typeof body === 'object' ? body : {}),
+        mapId: params.mapId,
+      })
+      return { status: 200, body: await layout_map(personContext(deps, user, org), input) }
     },
   )
 }

@@ -39,12 +39,14 @@ const isJson = (v: unknown): v is Json => typeof v === 'object' && v !== null &&
  * A JSON schema as sent in tools/list, without what says nothing to a client: the `$schema`
  * dialect (MCP's is 2020-12), the regular expressions zod writes beside a `format` (uuid,
  * date-time: the format says the same in a word, and the SDK's validator knows it), the
- * safe-integer bounds zod puts on every integer, the `type` beside an `enum` (the values say
- * it), a description repeated inside the branches of a described union, and for answers
- * (`open`) the closed objects (answers may gain fields, as contracts change by adding), the
- * formats (the names say an id or a time, `…At`) and the zero floor of counts.
+ * safe-integer bounds zod puts on every integer, the `type` beside an `enum` or a `const`
+ * (the values say it), a description repeated inside the branches of a described union, and
+ * for answers (`open`) the closed objects (answers may gain fields, as contracts change by
+ * adding), the formats and patterns (the names say an id, a time, `…At`, or a URL), the
+ * zero floor of counts and, below the top, `type: object` beside `properties` (the
+ * properties say it; a nullable object keeps its type, which says the null).
  */
-function compact(schema: Json, open: boolean): Json {
+function compact(schema: Json, open: boolean, top = true): Json {
   const node = orNull(schema)
   const out: Json = {}
   for (const [k, v] of Object.entries(node)) {
@@ -52,19 +54,20 @@ function compact(schema: Json, open: boolean): Json {
     if (k === 'pattern' && typeof node.format === 'string') continue
     if (k === 'minimum' && v === Number.MIN_SAFE_INTEGER) continue
     if (k === 'maximum' && v === Number.MAX_SAFE_INTEGER) continue
-    if (k === 'type' && Array.isArray(node.enum)) continue
+    if (k === 'type' && (Array.isArray(node.enum) || Object.hasOwn(node, 'const'))) continue
     if (open && k === 'additionalProperties' && v === false) continue
-    if (open && (k === 'format' || (k === 'minimum' && v === 0))) continue
-    if (ONE.has(k) && isJson(v)) out[k] = compact(v, open)
+    if (open && (k === 'format' || k === 'pattern' || (k === 'minimum' && v === 0))) continue
+    if (open && !top && k === 'type' && v === 'object' && isJson(node.properties)) continue
+    if (ONE.has(k) && isJson(v)) out[k] = compact(v, open, false)
     else if (LIST.has(k) && Array.isArray(v)) {
       const described = typeof node.description === 'string'
       out[k] = v.map((s: Json) => {
         const { description: _inner, ...branch } = s
-        return compact(described ? branch : s, open)
+        return compact(described ? branch : s, open, false)
       })
     } else if (MAP.has(k) && isJson(v)) {
       out[k] = Object.fromEntries(
-        Object.entries(v).map(([name, s]) => [name, compact(s as Json, open)]),
+        Object.entries(v).map(([name, s]) => [name, compact(s as Json, open, false)]),
       )
     } else out[k] = v
   }
@@ -227,30 +230,48 @@ function imagesOf(result: Record<string, unknown>): ImageOfResult[] {
 }
 
 /**
+ * A raster image exported as base64 (export_map's PNG: `{ mimeType: 'image/png', content }`),
+ * found by shape. An SVG is text, and stays text.
+ */
+function exportedImageOf(result: Record<string, unknown>): ImageOfResult | undefined {
+  const { mimeType, content } = result
+  if (typeof mimeType !== 'string' || typeof content !== 'string') return undefined
+  if (!mimeType.startsWith('image/') || mimeType === 'image/svg+xml') return undefined
+  return { attachmentId: '', mimeType, dataBase64: content }
+}
+
+/**
  * A success: the result as structured content (exactly what the endpoint returns) and as
- * JSON text, plus each screenshot as image content. The text leaves the image bytes out
- * (they follow as images), so a model does not read megabytes of base64 as text.
+ * JSON text, plus each screenshot (or an exported PNG) as image content. The text leaves
+ * the image bytes out (they follow as images), so a model does not read megabytes of
+ * base64 as text.
  */
 export function toolResult(result: unknown): CallToolResult {
   if (!isRecord(result)) {
     return { content: [{ type: 'text', text: JSON.stringify(result) }] }
   }
   const images = imagesOf(result)
-  const textView =
-    images.length === 0
-      ? result
-      : {
-          ...result,
-          images: images.map((image, i) => ({
-            attachmentId: image.attachmentId,
-            mimeType: image.mimeType,
-            dataBase64: `(${image.dataBase64.length} characters of base64, sent as image content ${i + 1} of ${images.length})`,
-          })),
-        }
+  const exported = exportedImageOf(result)
+  const sentAs = (base64: string, i: number, of: number) =>
+    `(${base64.length} characters of base64, sent as image content ${i + 1} of ${of})`
+  let textView: Record<string, unknown> = result
+  if (images.length > 0) {
+    textView = {
+      ...result,
+      images: images.map((image, i) => ({
+        attachmentId: image.attachmentId,
+        mimeType: image.mimeType,
+        dataBase64: sentAs(image.dataBase64, i, images.length),
+      })),
+    }
+  } else if (exported) {
+    textView = { ...result, content: sentAs(exported.dataBase64, 0, 1) }
+  }
+  const imageContent = exported && images.length === 0 ? [exported] : images
   return {
     content: [
       { type: 'text', text: JSON.stringify(textView) },
-      ...images.map((image) => ({
+      ...imageContent.map((image) => ({
         type: 'image' as const,
         data: image.dataBase64,
         mimeType: image.mimeType,

@@ -15,7 +15,7 @@ export const boardActions = {
     destructive: false,
     idempotent: true,
     description:
-      'Who am I: the organisation (id, name) this key belongs to, the key name and how much is on the board. A key for the wrong organisation still gets an empty board, so check here.',
+      'Who am I: the organisation (id, name) of this key, the key name and how much is on the board. A key for the wrong organisation still gets an empty board: check here.',
   }),
   get_board: spec({
     input: read.get_board,
@@ -104,7 +104,7 @@ export const boardActions = {
     destructive: false,
     idempotent: false,
     description:
-      "Add a comment to a card; works under anyone's claim. Send agentName so the comment is attributed to an agent; without it the comment counts as a person's for lastCommentBy.",
+      "Add a comment to a card; works under anyone's claim. Without agentName it counts as a person's comment (lastCommentBy).",
   }),
   update_comment: spec({
     input: comments.update_comment,
@@ -162,6 +162,6 @@ export const boardActions = {
     destructive: true,
     idempotent: true,
     description:
-      'Delete a column. If it still holds cards (archived ones count), pass destinationColumnId to move them to its bottom in order. Refused with 409 while any card in it is actively worked.',
+      'Delete a column. If it holds cards (archived ones count), pass destinationColumnId to move them to its bottom in order. 409 while any card in it is actively worked.',
   }),
 } as const

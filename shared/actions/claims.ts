@@ -12,7 +12,7 @@ export const claimActions = {
     destructive: false,
     idempotent: false,
     description:
-      'Claim a card before working on it: a real lock, so other agents and people cannot change the card while your claim is live. Returns the claim with expiresAt; call heartbeat_task before then to keep it.',
+      'Claim a card before working on it (a real lock: nobody else can change it while your claim is live). Returns the claim with expiresAt; call heartbeat_task before then to keep it.',
   }),
   heartbeat_task: spec({
     input: claims.heartbeat_task,
@@ -22,7 +22,7 @@ export const claimActions = {
     destructive: false,
     idempotent: false,
     description:
-      'Keep your claim alive: renews expiresAt and optionally replaces the note. A 409 without holder means you hold no live claim (it lapsed or was taken back): call claim_task again before writing.',
+      'Keep your claim alive: renews expiresAt and optionally replaces the note. A 409 without holder: your claim lapsed or was taken back; claim_task again.',
   }),
   release_task: spec({
     input: claims.release_task,
@@ -32,7 +32,7 @@ export const claimActions = {
     destructive: true,
     idempotent: true,
     description:
-      'Release your claim when done, also when failing: the card is free and its claim reads status released. released:false (not an error) when there was nothing of yours to release.',
+      'Release your claim when done, also when failing: the card is free and its claim reads status released. released:false (not an error) when you held nothing.',
   }),
   get_changes: spec({
     input: claims.get_changes,
@@ -42,6 +42,6 @@ export const claimActions = {
     destructive: false,
     idempotent: true,
     description:
-      'What changed since `since`: tasks (archived ones too), columns (with the cards an on-fire change re-prioritised), comments, attachments and claims, in the get_board shape. Send the returned cursor back as since; it may repeat a change but never skips one. truncated:true means a list filled up: call again at once.',
+      'What changed since `since`: tasks (archived ones too), columns (with the cards an on-fire change re-prioritised), comments, attachments and claims, in the get_board shape. Send the returned cursor back as since (a change may repeat, never goes missing); truncated:true: call again at once.',
   }),
 } as const

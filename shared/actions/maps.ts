@@ -60,7 +60,7 @@ export const mapActions = {
     destructive: false,
     idempotent: false,
     description:
-      'Add a node (a thought) to a map: text up to 4,000 characters, x/y on a free canvas (x grows rightwards, y downwards; siblings read well about 220 px apart across and 90 px down), color a # hex accent. Without x/y the node goes below the lowest one.',
+      'Add a node (a thought) to a map: x/y on a free canvas (x grows rightwards, y downwards; siblings read well about 220 px apart across and 90 px down). Without x/y the node goes below the lowest one.',
   }),
   create_nodes: spec({
     input: maps.create_nodes,
@@ -70,7 +70,7 @@ export const mapActions = {
     destructive: false,
     idempotent: false,
     description:
-      'Add 1–100 nodes to a map in one call (all or none), each { text, x?, y?, color? }; they are returned in input order, so pair the returned ids with your inputs by index.',
+      'Add 1–100 nodes to a map in one call (all or none); returned in input order, so pair ids with inputs by index.',
   }),
   update_node: spec({
     input: maps.update_node,
@@ -89,7 +89,7 @@ export const mapActions = {
     destructive: true,
     idempotent: false,
     description:
-      'Put an image on a node (bytes in imageBase64, never resized; PNG or WebP preferred). The image gets a permanent public URL (imageUrl). 30 per minute per organisation.',
+      'Put an image on a node (bytes in imageBase64, never resized). The image gets a permanent public URL (imageUrl). 30 per minute per organisation.',
   }),
   clear_node_image: spec({
     input: maps.clear_node_image,
@@ -126,8 +126,7 @@ export const mapActions = {
     claimLocked: false,
     destructive: false,
     idempotent: false,
-    description:
-      'Create 1–200 edges on a map in one call (all or none), each { sourceId, targetId }; returned in input order.',
+    description: 'Create 1–200 edges on a map in one call (all or none); returned in input order.',
   }),
   delete_edge: spec({
     input: maps.delete_edge,
@@ -138,6 +137,25 @@ export const mapActions = {
     idempotent: true,
     description: 'Delete one edge.',
   }),
+  export_map: spec({
+    input: maps.export_map,
+    output: outputs.export_map,
+    write: false,
+    claimLocked: false,
+    destructive: false,
+    idempotent: true,
+    description:
+      'Export a map: Mermaid (mindmap for a forest, else flowchart), a Markdown outline, SVG, or PNG.',
+  }),
+  layout_map: spec({
+    input: maps.layout_map,
+    output: outputs.layout_map,
+    write: true,
+    claimLocked: false,
+    destructive: false,
+    idempotent: true,
+    description: 'Tidy a map: arrange every node as a tree from its roots, live.',
+  }),
   attach_screenshot: spec({
     input: images.attach_screenshot,
     output: outputs.attach_screenshot,
@@ -146,6 +164,6 @@ export const mapActions = {
     destructive: false,
     idempotent: false,
     description:
-      "Attach a screenshot to a card (bytes in imageBase64; PNG or WebP preferred); works under anyone's claim. Its file extension comes from the bytes. Stored privately: the reply has no URL; get_task returns short-lived links and the bytes. 30 per minute per organisation.",
+      "Attach a screenshot to a card (bytes in imageBase64); works under anyone's claim. Its file extension comes from the bytes. Stored privately: the reply has no URL; get_task returns short-lived links and the bytes. 30 per minute per organisation.",
   }),
 } as const

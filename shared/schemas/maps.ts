@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { LIMITS } from '../constants.ts'
 import { HEX_COLOR } from '../map-doc.ts'
-import { finite, id, params, text, writeParams } from './common.ts'
+import { finite, id, oneOf, params, text, writeParams } from './common.ts'
 import { imageBase64 } from './images.ts'
 
 /** Mind maps, nodes and edges (specification: Maps, Nodes, Edges). */
@@ -116,3 +116,22 @@ export const create_edges = writeParams({
 
 /** delete_edge: removes one edge. */
 export const delete_edge = writeParams({ edgeId: id('edgeId') })
+
+export const EXPORT_FORMATS = ['mermaid', 'markdown', 'svg', 'png'] as const
+export type ExportFormat = (typeof EXPORT_FORMATS)[number]
+
+/** export_map: the map as Mermaid, a Markdown outline, SVG or PNG (base64). Read-only. */
+export const export_map = params({
+  mapId: id('mapId'),
+  format: oneOf('format', EXPORT_FORMATS).describe('png comes as base64.'),
+})
+
+/**
+ * layout_map: moves every node into a tidy tree in one write. Idempotent. A rootNodeId not
+ * on the map is a 404.
+ */
+export const layout_map = writeParams({
+  mapId: id('mapId'),
+  rootNodeId: id('rootNodeId').optional().describe("The first tree's root; default: every root."),
+  direction: oneOf('direction', ['right', 'down']).optional().describe('Default right.'),
+})

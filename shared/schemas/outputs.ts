@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import { COLUMN_ROLES, PRIORITIES, TASK_TYPES } from '../constants.ts'
+import { EXPORT_FORMATS } from './maps.ts'
 
 /**
  * What every action returns, as schemas: the records the agent endpoint answers with
@@ -220,5 +221,14 @@ export const outputs = {
   create_edge: z.strictObject({ edge: mapEdge }),
   create_edges: z.strictObject({ edges: z.array(mapEdge) }),
   delete_edge: ok,
+  export_map: z.strictObject({
+    mapId: uuid,
+    format: z.enum(EXPORT_FORMATS),
+    mimeType: z.string(),
+    content: z.string(),
+  }),
+  layout_map: z.strictObject({
+    nodes: z.array(z.strictObject({ id: uuid, x: z.number(), y: z.number() })),
+  }),
   attach_screenshot: z.strictObject({ attachment: z.strictObject(attachmentFields) }),
 }

@@ -103,6 +103,10 @@ describe.each(STORAGES)('every action answers as its output schema says (%s)', (
       edges: [{ sourceId: node.id, targetId: nodes[1].id }],
     })
     await run('get_map', { mapId: map.id })
+    for (const format of ['mermaid', 'markdown', 'svg', 'png']) {
+      await run('export_map', { mapId: map.id, format })
+    }
+    await run('layout_map', { mapId: map.id, rootNodeId: node.id, direction: 'down' })
     await run('clear_node_image', { nodeId: node.id })
     await run('delete_edge', { edgeId: edge.id })
     await run('delete_node', { nodeId: nodes[1].id })

@@ -103,7 +103,7 @@ export class Fixtures {
   }
 }
 
-/** Keyed by action name: the 35 actions of the specification (21 board, 14 map). */
+/** Keyed by action name: the 37 actions of the table (21 board, 16 map). */
 export const parityCases: Record<string, ParityCase> = {
   whoami: { shared: true, setup: async () => ({}) },
   get_board: {
@@ -296,5 +296,32 @@ export const parityCases: Record<string, ParityCase> = {
       return { edgeId: edge.id }
     },
     effect: (f, { edgeId }) => failsWith(404, f.api.delete_edge({ edgeId: edgeId as string })),
+  },
+  export_map: {
+    shared: true,
+    setup: async (f) => {
+      const { mapId, ids } = await f.nodes(3)
+      await f.api.create_edges({
+        mapId,
+        edges: [
+          { sourceId: ids[0] as string, targetId: ids[1] as string },
+          { sourceId: ids[1] as string, targetId: ids[2] as string },
+        ],
+      })
+      return { mapId, format: 'markdown' }
+    },
+  },
+  layout_map: {
+    setup: async (f) => {
+      const { mapId, ids } = await f.nodes(3)
+      await f.api.create_edges({
+        mapId,
+        edges: [
+          { sourceId: ids[0] as string, targetId: ids[1] as string },
+          { sourceId: ids[0] as string, targetId: ids[2] as string },
+        ],
+      })
+      return { mapId, direction: 'down' }
+    },
   },
 }

@@ -262,6 +262,23 @@ describe.each(STORAGES)('MCP tools (%s)', (kind) => {
       expect(failureOf(result)).toEqual({ status: 404, error: (refused as NotFoundError).message })
     })
 
+    test("export_map's PNG comes as image content too; an SVG stays text", async () => {
+      const { map } = await w.api.create_map({ title: 'Picture' })
+      await w.api.create_nodes({ mapId: map.id, nodes: [{ text: 'One' }, { text: 'Two' }] })
+      const result = await callTool(w.mcp, 'export_map', { mapId: map.id, format: 'png' })
+      expect(result.isError).toBeFalsy()
+      const structured = result.structuredContent as { content: string; mimeType: string }
+      expect(structured.mimeType).toBe('image/png')
+      expect(result.content.filter((c) => c.type === 'image')).toEqual([
+        { type: 'image', data: structured.content, mimeType: 'image/png' },
+      ])
+      const text = result.content[0]
+      expect(text?.type === 'text' && text.text.includes(structured.content)).toBe(false)
+      const svg = await callTool(w.mcp, 'export_map', { mapId: map.id, format: 'svg' })
+      expect(svg.content.filter((c) => c.type === 'image')).toEqual([])
+      expect((svg.structuredContent as { content: string }).content).toMatch(/^<svg /)
+    })
+
     test("get_task returns the card's screenshots as image content", async () => {
       const { column } = await w.api.create_column({ title: 'Screens' })
       const { task } = await w.api.create_task({ columnId: column.id, title: 'With a screenshot' })
