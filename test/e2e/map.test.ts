@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Browser, Page } from 'playwright-core'
@@ -263,5 +263,62 @@ describe('the mind-map canvas in real Chromium', () => {
       .locator('.map-tile-title', { hasText: 'Renamed by an agent' })
       .waitFor({ state: 'detached', ...soon })
     expect(errors).toEqual([])
+  })
+})
+
+describe('tidy up and export on the map page, in real Chromium', () => {
+  const running = serverAndBrowser('pglite')
+
+  test('Tidy up rearranges the map into a tree, and an export downloads with the map title as file name', async () => {
+    const { context, page, agent, orgId } = await signedInContext(
+      running.browser,
+      running.server.url,
+    )
+    const errors = watchErrors(page)
+    const mapId = await newMap(page, orgId, 'Q3 plans')
+    const created = (
+      await agent.ok('create_nodes', {
+        mapId,
+        nodes: [
+          { text: 'Root idea', x: 0, y: 0 },
+          { text: 'Left branch', x: 40, y: 400 },
+          { text: 'Right branch', x: 600, y: -200 },
+        ],
+      })
+    ).nodes as MapNode[]
+    const [root, left, right] = created.map((n) => n.id) as [string, string, string]
+    await agent.ok('create_edges', {
+      mapId,
+      edges: [
+        { sourceId: root, targetId: left },
+        { sourceId: root, targetId: right },
+      ],
+    })
+    await thought(page, 'Right branch').waitFor()
+    await page.getByRole('button', { name: 'Tidy up' }).click()
+    // The canvas itself redraws the children one level (220 px) right of the root.
+    await expect
+      .poll(async () => (await drawnAt(page, left)).x - (await drawnAt(page, root)).x, {
+        timeout: 10_000,
+      })
+      .toBe(220)
+    expect((await drawnAt(page, right)).x - (await drawnAt(page, root)).x).toBe(220)
+    const stored = new Map((await nodes(agent, mapId)).map((n) => [n.id, n]))
+    await expect(drawnAt(page, left)).resolves.toEqual({
+      x: stored.get(left)?.x,
+      y: stored.get(left)?.y,
+    })
+
+    await page.getByText('Export', { exact: true }).click()
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      page.getByRole('link', { name: 'Markdown outline' }).click(),
+    ])
+    expect(download.suggestedFilename()).toBe('Q3 plans.md')
+    const saved = join(tmpdir(), `corkboard-export-${mapId}.md`)
+    await download.saveAs(saved)
+    expect(readFileSync(saved, 'utf8')).toContain('- Root idea\n  - Right branch\n  - Left branch')
+    expect(errors).toEqual([])
+    await context.close()
   })
 })

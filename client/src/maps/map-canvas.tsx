@@ -25,6 +25,7 @@ import { useWorkspace } from '../workspace.tsx'
 import { Cursors } from './cursors.tsx'
 import { addEdge, addNode } from './map-actions.ts'
 import { useMapSync } from './map-sync.ts'
+import { MapTools } from './map-tools.tsx'
 import {
   type CanvasUi,
   NODE_TYPES,
@@ -191,6 +192,7 @@ function Canvas({ live, mapId }: { live: LiveDoc; mapId: string }) {
               ))}
             </ul>
           )}
+          <MapTools orgId={org.id} mapId={mapId} />
           <button type="button" className="btn btn-primary" onClick={addInView}>
             <PlusIcon size={15} /> Add thought
           </button>
