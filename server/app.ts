@@ -130,7 +130,7 @@ export async function createApp(
   })
   peopleActionRoutes(router, { db, live, config, clock })
   fileRoutes(router, { db, live, config })
-  webhookRoutes(router, { db, config })
+  webhookRoutes(router, { db, config, webhooks })
   clientRoutes(router, { db, live, config, clock })
   // The HTTP API as OpenAPI 3.1: the agent endpoint from the action table, the app API and
   // the files from the routes' own registrations (built once, every route registered).

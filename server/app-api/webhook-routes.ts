@@ -21,7 +21,7 @@ import {
   listWebhooks,
   rotateWebhookSecret,
 } from '../webhooks/registry.ts'
-import { DEFAULT_TIMING, systemClock } from '../webhooks/timing.ts'
+import type { Webhooks } from '../webhooks/webhooks.ts'
 import { requireMember, requireUser } from './session.ts'
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
@@ -52,11 +52,13 @@ function webhookIdOf(p: Params): string {
  * - `POST /api/app/orgs/:orgId/webhooks/:webhookId/test` → `{ delivered, status, durationMs,
  *   error }`: a signed `ping` sent at once, outside the outbox.
  *
- * Rotation and ping read the system clock and the default reply window, as the delivery
- * worker does in production (createApp hands these routes no test clock).
+ * Rotation and ping read the delivery worker's clock and reply window.
  */
-export function webhookRoutes(router: Router, deps: { db: Db; config: Config }): void {
-  const { db, config } = deps
+export function webhookRoutes(
+  router: Router,
+  deps: { db: Db; config: Config; webhooks: Pick<Webhooks, 'clock' | 'timeoutMs'> },
+): void {
+  const { db, config, webhooks } = deps
   const manager = async (req: Parameters<typeof requireUser>[1], p: Params) => {
     const user = await requireUser(db, req)
     const org = await requireMember(db, p.orgId ?? '', user, MANAGERS)
@@ -195,7 +197,7 @@ export function webhookRoutes(router: Router, deps: { db: Db; config: Config }):
     },
     async (req, res, p) => {
       const { org } = await manager(req, p)
-      const rotated = await rotateWebhookSecret(db, org.id, webhookIdOf(p), systemClock.now())
+      const rotated = await rotateWebhookSecret(db, org.id, webhookIdOf(p), webhooks.clock.now())
       if (!rotated) throw new ApiError(404, 'No such webhook')
       sendJson(res, 200, rotated)
     },
@@ -207,7 +209,7 @@ export function webhookRoutes(router: Router, deps: { db: Db; config: Config }):
     {
       summary: 'Send a signed test ping to a webhook now and report how it went',
       description:
-        "Sends one `ping` event, signed and address-checked like every delivery, with the same 8 s reply window and no retries. A failed ping is still a 200 (delivered false, the receiver's status or null, the error in words); it never counts toward switching the endpoint off. It appears in the endpoint's recent deliveries as a finished `ping`. A switched-off endpoint is pinged too.",
+        "Sends one `ping` event, signed and address-checked like every delivery, with the same reply window as deliveries (8 s) and no retries. A failed ping is still a 200 (delivered false, the receiver's status or null, the error in words); it never counts toward switching the endpoint off. It appears in the endpoint's recent deliveries as a finished `ping`. A switched-off endpoint is pinged too.",
       access: 'owner-admin',
       answers: [
         answer.json(
@@ -224,9 +226,9 @@ export function webhookRoutes(router: Router, deps: { db: Db; config: Config }):
         orgId: org.id,
         webhookId: webhookIdOf(p),
         actor: { type: 'person', email: user.email, userId: user.id },
-        clock: systemClock,
+        clock: webhooks.clock,
         allowPrivate: config.webhookAllowPrivate,
-        timeoutMs: DEFAULT_TIMING.timeoutMs,
+        timeoutMs: webhooks.timeoutMs,
       })
       if (!outcome) throw new ApiError(404, 'No such webhook')
       sendJson(res, 200, outcome)

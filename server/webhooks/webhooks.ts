@@ -3,7 +3,7 @@ import type { Config } from '../config.ts'
 import type { Logger } from '../http/json.ts'
 import type { EventSink } from '../live/origin.ts'
 import { outboxSink } from './outbox.ts'
-import { type Clock, type DeliveryTiming, systemClock } from './timing.ts'
+import { type Clock, DEFAULT_TIMING, type DeliveryTiming, systemClock } from './timing.ts'
 import { DeliveryWorker, type WorkerHooks } from './worker.ts'
 
 /** What tests may inject; production passes nothing. */
@@ -20,9 +20,15 @@ export interface WebhookOptions {
 export class Webhooks {
   readonly worker: DeliveryWorker
   readonly sink: EventSink
+  /** The clock deliveries are signed and timed by (a rotation's window, a ping's duration). */
+  readonly clock: Clock
+  /** How long a receiver has to answer. */
+  readonly timeoutMs: number
 
   constructor(deps: { db: Db; log: Logger; config: Config }, options: WebhookOptions = {}) {
     const clock = options.clock ?? systemClock
+    this.clock = clock
+    this.timeoutMs = options.timing?.timeoutMs ?? DEFAULT_TIMING.timeoutMs
     this.worker = new DeliveryWorker({
       db: deps.db,
       log: deps.log,
