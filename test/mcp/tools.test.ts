@@ -359,6 +359,19 @@ describe.each(STORAGES)('MCP tools (%s)', (kind) => {
   })
 
   describe('Streamable HTTP at /mcp', () => {
+    /** One JSON-RPC request to /mcp as a client sends it, with `key` as the bearer token. */
+    const rpc = (key: string, method: string, params: unknown = {}) =>
+      fetch(`${server.url}/mcp`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${key}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': '2025-06-18',
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+      })
+
     test('a request without a key is a 401 with the endpoint’s message, saying an organisation API key is expected', async () => {
       const res = await fetch(`${server.url}/mcp`, {
         method: 'POST',
@@ -407,21 +420,7 @@ describe.each(STORAGES)('MCP tools (%s)', (kind) => {
 
     test('a tool call answers with the rate-limit headers of the endpoint', async () => {
       const { agent } = await ownerWithAgent(server.url)
-      const res = await fetch(`${server.url}/mcp`, {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${agent.key}`,
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-          'mcp-protocol-version': '2025-06-18',
-        },
-        body: JSON.stringify({
-          jsonrpc: '2.0',
-          id: 7,
-          method: 'tools/call',
-          params: { name: 'whoami', arguments: {} },
-        }),
-      })
+      const res = await rpc(agent.key, 'tools/call', { name: 'whoami', arguments: {} })
       expect(res.status).toBe(200)
       expect(res.headers.get('ratelimit-policy')).toMatch(/"per-key";q=\d+;w=60/)
       expect(res.headers.get('ratelimit')).toMatch(/"per-key";r=\d+;t=\d+/)
@@ -431,16 +430,7 @@ describe.each(STORAGES)('MCP tools (%s)', (kind) => {
 
     test('tools/list, output schemas included, is under 60,000 characters as sent', async () => {
       const { agent } = await ownerWithAgent(server.url)
-      const res = await fetch(`${server.url}/mcp`, {
-        method: 'POST',
-        headers: {
-          authorization: `Bearer ${agent.key}`,
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-          'mcp-protocol-version': '2025-06-18',
-        },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
-      })
+      const res = await rpc(agent.key, 'tools/list')
       expect(res.status).toBe(200)
       const sent = await res.text()
       expect(sent).toContain('"outputSchema"')
@@ -449,22 +439,11 @@ describe.each(STORAGES)('MCP tools (%s)', (kind) => {
 
     test('answers that charge no budget (tools/list, a bad key) still say the policy', async () => {
       const { agent } = await ownerWithAgent(server.url)
-      const post = (key: string, method: string) =>
-        fetch(`${server.url}/mcp`, {
-          method: 'POST',
-          headers: {
-            authorization: `Bearer ${key}`,
-            'content-type': 'application/json',
-            accept: 'application/json, text/event-stream',
-            'mcp-protocol-version': '2025-06-18',
-          },
-          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: {} }),
-        })
-      const list = await post(agent.key, 'tools/list')
+      const list = await rpc(agent.key, 'tools/list')
       expect(list.status).toBe(200)
       expect(list.headers.get('ratelimit-policy')).toMatch(/"per-key";q=\d+;w=60/)
       expect(list.headers.get('ratelimit')).toBeNull()
-      const refused = await post('cb_not_a_key', 'tools/list')
+      const refused = await rpc('cb_not_a_key', 'tools/list')
       expect(refused.status).toBe(401)
       expect(refused.headers.get('ratelimit-policy')).toMatch(/"per-key";q=\d+;w=60/)
     })
