@@ -73,6 +73,12 @@ export async function createApiKey(
   }
 }
 
+/**
+ * Each OAuth grant acts through a key row of its own (server/auth/oauth-grants.ts), which is
+ * no API key: it is listed and revoked as a connected app, never here.
+ */
+const NOT_A_GRANT = 'not exists (select 1 from oauth_grants g where g.key_id = k.id)'
+
 export async function listApiKeys(db: Db, orgId: string): Promise<ApiKeySummary[]> {
   const rows = await db.query<{
     id: string
@@ -84,7 +90,8 @@ export async function listApiKeys(db: Db, orgId: string): Promise<ApiKeySummary[
   }>(
     `select k.id, k.name, k.prefix, k.created_at, u.email as created_by_email, k.last_used_at
        from api_keys k join users u on u.id = k.created_by
-      where k.org_id = $1 and k.revoked_at is null order by k.created_at`,
+      where k.org_id = $1 and k.revoked_at is null and ${NOT_A_GRANT}
+      order by k.created_at`,
     [orgId],
   )
   return rows.map((r) => ({
@@ -103,7 +110,8 @@ export async function listApiKeys(db: Db, orgId: string): Promise<ApiKeySummary[
  */
 export async function revokeApiKey(db: Db, orgId: string, keyId: string): Promise<boolean> {
   const rows = await db.query(
-    'update api_keys set revoked_at = now() where id = $1 and org_id = $2 and revoked_at is null returning id',
+    `update api_keys k set revoked_at = now()
+      where k.id = $1 and k.org_id = $2 and k.revoked_at is null and ${NOT_A_GRANT} returning k.id`,
     [keyId, orgId],
   )
   return rows.length > 0
