@@ -10,6 +10,7 @@ import { clientRoutes } from './app-api/client-routes.ts'
 import { peopleActionRoutes } from './app-api/people-actions.ts'
 import { appRoutes } from './app-api/routes.ts'
 import { webhookRoutes } from './app-api/webhook-routes.ts'
+import { oauthRoutes } from './auth/oauth-server.ts'
 import { sharedSecret } from './auth/secrets.ts'
 import type { Config } from './config.ts'
 import { fileRoutes } from './files/routes.ts'
@@ -34,7 +35,8 @@ function needsStorage(path: string): boolean {
     path === '/api/agent' ||
     path === MCP_PATH ||
     path.startsWith('/api/app/') ||
-    path.startsWith('/files/')
+    path.startsWith('/files/') ||
+    path.startsWith('/oauth/')
   )
 }
 
@@ -132,6 +134,13 @@ export async function createApp(
   fileRoutes(router, { db, live, config })
   webhookRoutes(router, { db, config, webhooks })
   clientRoutes(router, { db, live, config, clock })
+  // MCP sign-in (OAuth); described by its own metadata documents, not by the OpenAPI one.
+  oauthRoutes(router, {
+    db,
+    config,
+    clock,
+    onGrantRevoked: (keyId) => live.closeConnections({ keyId }),
+  })
   // The HTTP API as OpenAPI 3.1: the agent endpoint from the action table, the app API and
   // the files from the routes' own registrations (built once, every route registered).
   const openApi = openApiDocument(router.registered())

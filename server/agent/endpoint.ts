@@ -9,6 +9,7 @@ import {
 import type { AgentIdentity } from '../../shared/labels.ts'
 import { ApiError } from '../api-error.ts'
 import { type ApiKeyRow, INVALID_KEY_HINT, keyCredentials } from '../auth/api-keys.ts'
+import { ACCESS_TOKEN_PREFIX } from '../auth/oauth-grants.ts'
 import { type Logger, readJson, sendError, sendJson } from '../http/json.ts'
 import { chargeRequest, policyHeader } from '../rate-limit/limiter.ts'
 import { admit } from './admission.ts'
@@ -124,7 +125,15 @@ export function agentEndpoint(services: Services, log: Logger) {
         )
       }
       // A malformed key is refused before the body is read or anything is queried.
-      const credentials = keyCredentials(bearerKey(req))
+      const bearer = bearerKey(req)
+      if (bearer.startsWith(ACCESS_TOKEN_PREFIX)) {
+        // RFC 8707: an access token is bound to /mcp, the resource it was issued for.
+        throw new ApiError(
+          401,
+          'An OAuth access token is good for /mcp only: the agent endpoint takes an organisation API key',
+        )
+      }
+      const credentials = keyCredentials(bearer)
       const setHeaders = (headers: Record<string, string>) => {
         for (const [name, value] of Object.entries(headers)) res.setHeader(name, value)
       }

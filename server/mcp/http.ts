@@ -3,7 +3,9 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import type { Services } from '../agent/context.ts'
 import { bearerKey, runAction } from '../agent/endpoint.ts'
 import { ApiError } from '../api-error.ts'
-import { authenticateApiKey } from '../auth/api-keys.ts'
+import { type ApiKeyRow, authenticateApiKey } from '../auth/api-keys.ts'
+import { ACCESS_TOKEN_PREFIX, authenticateAccessToken } from '../auth/oauth-grants.ts'
+import { mcpChallenge } from '../auth/oauth-server.ts'
 import { type Logger, MAX_BODY_BYTES, sendError } from '../http/json.ts'
 import { asApiError } from '../http/unavailable.ts'
 import { chargeRequest, policyHeader } from '../rate-limit/limiter.ts'
@@ -25,12 +27,30 @@ export function failureOfApiError(caught: unknown, log: Logger, retryAfter?: num
 }
 
 const MCP_KEY_HINT =
-  'This MCP server expects an organisation API key as the bearer token ("Authorization: Bearer cb_..."), made by an owner or admin in Settings → API keys; it does not offer OAuth sign-in.'
+  'This MCP server expects an organisation API key as the bearer token ("Authorization: Bearer cb_..."), made by an owner or admin in Settings → API keys, or an access token from OAuth sign-in (MCP clients find it from the WWW-Authenticate header).'
+
+/**
+ * The principal of a bearer credential on /mcp: an OAuth access token (told by its prefix,
+ * good here only) resolves to its grant's key row and robot, exactly what an API key
+ * resolves to, so everything after this is the key's path.
+ */
+async function authenticateBearer(services: Services, req: IncomingMessage): Promise<ApiKeyRow> {
+  const bearer = bearerKey(req)
+  if (!bearer.startsWith(ACCESS_TOKEN_PREFIX)) return authenticateApiKey(services.db.lane, bearer)
+  const principal = await authenticateAccessToken(services.db.lane, bearer)
+  if (!principal) {
+    throw new ApiError(
+      401,
+      'Invalid, expired or revoked access token: refresh it, or sign in again.',
+    )
+  }
+  return principal
+}
 
 /**
  * `POST /mcp`: the Model Context Protocol over Streamable HTTP, stateless. Every HTTP
- * request is authenticated with its own `Authorization: Bearer <API key>` (so a revoked key
- * stops at once) and served by a fresh server and transport; a tool call runs the action
+ * request is authenticated with its own `Authorization: Bearer <API key or access token>`
+ * (so a revoked key or grant stops at once) and served by a fresh server and transport; a tool call runs the action
  * through `runAction`, the endpoint's own path, so rate budgets, validation, claim locks
  * and errors are the same as `POST /api/agent`. Only tool calls are charged against the
  * budgets, as requests are on the endpoint; initialisation and tools/list are not.
@@ -50,12 +70,13 @@ export function mcpEndpoint(services: Services, log: Logger) {
           `Method ${req.method} not allowed: ${MCP_PATH} is a stateless Streamable HTTP endpoint and takes POST only`,
         )
       }
-      let key: Awaited<ReturnType<typeof authenticateApiKey>>
+      let key: ApiKeyRow
       try {
-        key = await authenticateApiKey(services.db.lane, bearerKey(req))
+        key = await authenticateBearer(services, req)
       } catch (error) {
         if (error instanceof ApiError && error.status === 401) {
-          res.setHeader('www-authenticate', 'Bearer realm="corkboard"')
+          // Where an MCP client finds how to sign in (RFC 9728 §5.1).
+          res.setHeader('www-authenticate', mcpChallenge(req, services.config.publicUrl))
           // MCP clients try OAuth sign-in on a 401; say plainly what this server takes.
           throw new ApiError(401, `${error.message} ${MCP_KEY_HINT}`)
         }
