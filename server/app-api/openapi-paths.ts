@@ -53,6 +53,7 @@ const PATH_PARAMS: Record<string, string> = {
   orgId: 'The organisation.',
   userId: 'The member (their user id).',
   keyId: 'The API key.',
+  grantId: 'The connected app (its grant).',
   token: 'The invite token, from the invite link.',
   taskId: 'The card.',
   columnId: 'The column.',

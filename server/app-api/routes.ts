@@ -24,6 +24,7 @@ import { ApiError } from '../api-error.ts'
 import { createApiKey, listApiKeys, revokeApiKey } from '../auth/api-keys.ts'
 import { DEVICE_COOKIE, deviceCookie, deviceKnown, signDevice } from '../auth/device-cookie.ts'
 import { LoginThrottle, loginBudgets } from '../auth/login-throttle.ts'
+import { listGrants, revokeGrant } from '../auth/oauth-grants.ts'
 import { sharedSecret } from '../auth/secrets.ts'
 import { signSyncToken } from '../auth/sync-tokens.ts'
 import type { Config } from '../config.ts'
@@ -311,6 +312,49 @@ export function appRoutes(router: Router, deps: AppDeps): void {
         throw new ApiError(404, 'No such API key')
       }
       deps.onKeyRevoked?.(keyId)
+      sendEmpty(res)
+    },
+  )
+
+  on(
+    'GET',
+    '/orgs/:orgId/connected-apps',
+    {
+      summary: 'Apps connected to /mcp by OAuth sign-in',
+      access: 'owner-admin',
+      answers: [
+        answer.json(
+          200,
+          '`{ apps: [{ id, clientName, redirectHost, grantedByEmail, robotEmail, createdAt, lastUsedAt }] }`: live grants, oldest first; lastUsedAt to the minute.',
+        ),
+      ],
+    },
+    async (req, res, p) => {
+      const user = await requireUser(db, req)
+      const org = await requireMember(db, p.orgId as string, user, ['owner', 'admin'])
+      sendJson(res, 200, { apps: await listGrants(db, org.id) })
+    },
+  )
+
+  on(
+    'DELETE',
+    '/orgs/:orgId/connected-apps/:grantId',
+    {
+      summary: 'Disconnect an app (revoke its grant)',
+      access: 'owner-admin',
+      answers: [
+        answer.noContent(
+          'Its tokens stop working at once, also mid-request; its live connections close everywhere.',
+        ),
+      ],
+      errors: { 404: 'No such connected app.' },
+    },
+    async (req, res, p) => {
+      const user = await requireUser(db, req)
+      const org = await requireMember(db, p.orgId as string, user, ['owner', 'admin'])
+      const revoked = await revokeGrant(db, org.id, p.grantId as string)
+      if (!revoked) throw new ApiError(404, 'No such connected app')
+      deps.onKeyRevoked?.(revoked.keyId)
       sendEmpty(res)
     },
   )

@@ -41,7 +41,9 @@ export function sendPage(res: ServerResponse, status: number, title: string, bod
     'content-security-policy':
       "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
     'x-frame-options': 'DENY',
-    'referrer-policy': 'no-referrer',
+    // Not no-referrer: with it a browser posts the consent form with `Origin: null`, which
+    // the Origin check must refuse. same-origin tells our own pages, and nobody else.
+    'referrer-policy': 'same-origin',
   })
   res.end(html)
 }

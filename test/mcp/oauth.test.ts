@@ -21,6 +21,7 @@ import { listGrants, revokeGrant } from '../../server/auth/oauth-grants.ts'
 import { Person } from '../support/client.ts'
 import { startServer, type TestServer } from '../support/server.ts'
 import { STORAGES } from '../support/storage.ts'
+import { invited } from '../webhooks/support.ts'
 
 const PASSWORD = 'correct horse battery'
 const REDIRECT = 'http://127.0.0.1:33418/callback'
@@ -352,6 +353,34 @@ describe.each(STORAGES)('MCP sign-in by OAuth (%s)', (kind) => {
     expect(revoked?.keyId).toBeTruthy()
     expect((await postMcp(server.url, tokens2.access_token)).status).toBe(401)
     expect(await revokeGrant(server.app.db, person.orgId, grant?.id ?? '')).toBeUndefined()
+  })
+
+  test('Settings lists the connected app with its last use, only to owners and admins; disconnecting it refuses its token at once', async () => {
+    const { authorizationUrl, codeVerifier, clientInformation } = await authorize()
+    const code = (await browser.decide(authorizationUrl, 'approve')).searchParams.get('code')
+    const tokens = await exchange(clientInformation, code ?? '', codeVerifier)
+    expect((await postMcp(server.url, tokens.access_token)).status).toBe(200)
+    const apps = `/api/app/orgs/${person.orgId}/connected-apps`
+    const listed = await person.request('GET', apps)
+    expect(listed.status).toBe(200)
+    const app = (listed.body.apps as { id: string; lastUsedAt: string | null }[]).at(-1)
+    expect(app).toMatchObject({
+      clientName: 'Claude',
+      redirectHost: '127.0.0.1:33418',
+      grantedByEmail: person.user?.email,
+    })
+    expect(app?.lastUsedAt).not.toBeNull()
+
+    const member = await invited(person, 'member')
+    expect((await member.request('GET', apps)).status).toBe(403)
+    expect((await member.request('DELETE', `${apps}/${app?.id}`)).status).toBe(403)
+    expect((await postMcp(server.url, tokens.access_token)).status).toBe(200)
+
+    expect((await person.request('DELETE', `${apps}/${app?.id}`)).status).toBe(204)
+    expect((await postMcp(server.url, tokens.access_token)).status).toBe(401)
+    const after = (await person.request('GET', apps)).body.apps as { id: string }[]
+    expect(after.map((a) => a.id)).not.toContain(app?.id)
+    expect((await person.request('DELETE', `${apps}/${app?.id}`)).status).toBe(404)
   })
 
   test('a wrong PKCE verifier, or another redirect URI at the token endpoint, gets no token (and spends the code)', async () => {

@@ -44,6 +44,18 @@ const apiKey = z.looseObject({
 })
 export type ApiKey = z.infer<typeof apiKey>
 
+/** An app connected to /mcp by OAuth sign-in: a grant, acting through its own robot. */
+const connectedApp = z.looseObject({
+  id: z.string(),
+  clientName: z.string(),
+  redirectHost: z.string(),
+  grantedByEmail: z.string(),
+  robotEmail: z.string(),
+  createdAt: z.string(),
+  lastUsedAt: z.nullable(z.string()),
+})
+export type ConnectedApp = z.infer<typeof connectedApp>
+
 const project = z.looseObject({
   id: z.string(),
   name: z.string(),
@@ -170,6 +182,10 @@ export const appApi = {
     api('POST', `${org(orgId)}/api-keys`, z.looseObject({ apiKey, key: z.string() }), { name }),
   revokeApiKey: (orgId: string, keyId: string) =>
     apiVoid('DELETE', `${org(orgId)}/api-keys/${keyId}`),
+  connectedApps: (orgId: string) =>
+    api('GET', `${org(orgId)}/connected-apps`, z.looseObject({ apps: z.array(connectedApp) })),
+  revokeConnectedApp: (orgId: string, grantId: string) =>
+    apiVoid('DELETE', `${org(orgId)}/connected-apps/${grantId}`),
 
   projects: (orgId: string) =>
     api('GET', `${org(orgId)}/projects`, z.looseObject({ projects: z.array(project) })),

@@ -1,5 +1,5 @@
 import { type FormEvent, useCallback, useState } from 'react'
-import { type ApiKey, appApi } from '../api/app-api.ts'
+import { type ApiKey, appApi, type ConnectedApp } from '../api/app-api.ts'
 import { describeError } from '../api/http.ts'
 import { KeyIcon } from '../ui/icons.tsx'
 import { Labeled } from '../ui/labeled.tsx'
@@ -10,7 +10,10 @@ import { ShownOnce, useAdminList, useSubmit } from './admin-parts.tsx'
 import { KeyUsage } from './key-usage.tsx'
 import { formatDate, NeedsAdmin } from './settings-page.tsx'
 
-/** API keys: made here, shown exactly once, listed by name and prefix, revoked at once. */
+/**
+ * API keys: made here, shown exactly once, listed by name and prefix, revoked at once; and
+ * beside them the apps connected to /mcp by OAuth sign-in, disconnected the same way.
+ */
 export function ApiKeys() {
   const { org, canAdmin } = useWorkspace()
   const fetchKeys = useCallback(async () => (await appApi.apiKeys(org.id)).apiKeys, [org.id])
@@ -134,6 +137,84 @@ export function ApiKeys() {
           </table>
         )}
       </section>
+
+      <ConnectedApps />
     </div>
+  )
+}
+
+/** Apps (Claude, ChatGPT, an MCP Inspector...) a person connected by signing in to /mcp. */
+function ConnectedApps() {
+  const { org } = useWorkspace()
+  const fetchApps = useCallback(async () => (await appApi.connectedApps(org.id)).apps, [org.id])
+  const { items: apps, error, reload } = useAdminList<ConnectedApp>(fetchApps, true)
+
+  const disconnect = async (a: ConnectedApp) => {
+    const ok = await confirmDialog({
+      title: `Disconnect “${a.clientName}”?`,
+      message: `${a.clientName} (${a.redirectHost}) is refused from this moment, even mid-request. Someone can connect it again by signing in from it.`,
+      confirmLabel: 'Disconnect',
+      danger: true,
+    })
+    if (!ok) return
+    try {
+      await appApi.revokeConnectedApp(org.id, a.id)
+      toast('success', `“${a.clientName}” was disconnected`)
+      await reload()
+    } catch (err) {
+      toast('error', describeError(err))
+    }
+  }
+
+  return (
+    <section className="settings-card" aria-labelledby="apps-heading">
+      <h2 id="apps-heading">Connected apps</h2>
+      <p className="muted">
+        Assistants connect to <code>{location.origin}/mcp</code> by signing in here; each acts
+        through its own account with a member's permissions.
+      </p>
+      {error && (
+        <p className="form-error" role="alert">
+          {error}
+        </p>
+      )}
+      {apps && apps.length === 0 && <p className="muted">No connected apps.</p>}
+      {apps && apps.length > 0 && (
+        <table className="table" data-testid="connected-apps-table">
+          <thead>
+            <tr>
+              <th scope="col">App</th>
+              <th scope="col">Connected by</th>
+              <th scope="col">Since</th>
+              <th scope="col">Last used</th>
+              <th scope="col">
+                <span className="sr-only">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {apps.map((a) => (
+              <tr key={a.id}>
+                <td>
+                  {a.clientName} <span className="muted small">{a.redirectHost}</span>
+                </td>
+                <td className="muted small">{a.grantedByEmail}</td>
+                <td className="muted small">{formatDate(a.createdAt)}</td>
+                <td className="muted small">{a.lastUsedAt ? formatDate(a.lastUsedAt) : 'Never'}</td>
+                <td className="actions-cell">
+                  <button
+                    type="button"
+                    className="btn btn-ghost btn-small danger"
+                    onClick={() => void disconnect(a)}
+                  >
+                    Disconnect
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
   )
 }
