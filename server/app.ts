@@ -11,6 +11,7 @@ import { peopleActionRoutes } from './app-api/people-actions.ts'
 import { appRoutes } from './app-api/routes.ts'
 import { webhookRoutes } from './app-api/webhook-routes.ts'
 import { oauthRoutes } from './auth/oauth-server.ts'
+import { OAuthSweeper } from './auth/oauth-sweep.ts'
 import { sharedSecret } from './auth/secrets.ts'
 import type { Config } from './config.ts'
 import { fileRoutes } from './files/routes.ts'
@@ -141,6 +142,7 @@ export async function createApp(
     clock,
     onGrantRevoked: (keyId) => live.closeConnections({ keyId }),
   })
+  const oauthSweeper = new OAuthSweeper({ db, log })
   // The HTTP API as OpenAPI 3.1: the agent endpoint from the action table, the app API and
   // the files from the routes' own registrations (built once, every route registered).
   const openApi = openApiDocument(router.registered())
@@ -204,6 +206,7 @@ export async function createApp(
           const { port } = server.address() as AddressInfo
           app.url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`
           webhooks.start()
+          oauthSweeper.start()
           resolve(app.url)
         })
       }),
@@ -214,6 +217,7 @@ export async function createApp(
       sync.closeAll()
       await closed
       await webhooks.stop()
+      await oauthSweeper.stop()
       if (!options.db) await db.close()
     },
   }
