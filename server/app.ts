@@ -66,7 +66,13 @@ function logger(level: Config['logLevel']): Logger {
 /** Builds the whole service on one port; `db` may be passed in (tests share nothing else). */
 export async function createApp(
   config: Config,
-  options: { db?: Db; webhooks?: WebhookOptions; clock?: Clock } = {},
+  options: {
+    db?: Db
+    webhooks?: WebhookOptions
+    clock?: Clock
+    /** A certificate authority to trust for MCP clients' metadata documents (tests' own). */
+    oauthClientDocsCa?: string
+  } = {},
 ): Promise<App> {
   const log = logger(config.logLevel)
   const db =
@@ -141,6 +147,7 @@ export async function createApp(
     config,
     clock,
     onGrantRevoked: (keyId) => live.closeConnections({ keyId }),
+    clientDocsCa: options.oauthClientDocsCa,
   })
   const oauthSweeper = new OAuthSweeper({ db, log })
   // The HTTP API as OpenAPI 3.1: the agent endpoint from the action table, the app API and

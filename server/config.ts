@@ -29,6 +29,8 @@ export interface Config {
   /** Namespace of this deployment's keys and channels in Redis. */
   redisPrefix: string
   webhookAllowPrivate: boolean
+  /** Lets MCP clients' metadata documents live on loopback and private addresses. */
+  oauthAllowPrivateClientDocs: boolean
   /** How often each process's webhook worker looks for due deliveries written elsewhere. */
   webhookPollMs: number
   /** Webhook deliveries in flight at once per process. */
@@ -145,6 +147,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisUrl: env.REDIS_URL || undefined,
     redisPrefix: env.REDIS_PREFIX || 'corkboard',
     webhookAllowPrivate: flag(env, 'WEBHOOK_ALLOW_PRIVATE'),
+    oauthAllowPrivateClientDocs: flag(env, 'OAUTH_ALLOW_PRIVATE_CLIENT_DOCS'),
     webhookPollMs: whole(env, 'WEBHOOK_POLL_MS', 1000, 1),
     webhookConcurrency: whole(env, 'WEBHOOK_CONCURRENCY', 16, 1),
     webhookLeaseMs: whole(env, 'WEBHOOK_LEASE_MS', 120_000, 1),

@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { OAuthClientMetadataSchema } from '@modelcontextprotocol/sdk/shared/auth.js'
 import type { Db } from '../../persistence/db.ts'
 import {
   createSession,
@@ -21,6 +20,8 @@ import type { Router } from '../http/router.ts'
 import { hmacBase64url, randomToken, safeEqual, sha256Hex } from './crypto.ts'
 import { DEVICE_COOKIE, deviceCookie, deviceKnown, signDevice } from './device-cookie.ts'
 import { LoginThrottle, loginBudgets } from './login-throttle.ts'
+import { ClientDocs, isClientDocId } from './oauth-client-docs.ts'
+import { type ClientRow, checkClientMetadata } from './oauth-client-metadata.ts'
 import { createGrant, refreshGrant, revokeToken } from './oauth-grants.ts'
 import { consentPage, errorPage, signInPage } from './oauth-pages.ts'
 import { sharedSecret } from './secrets.ts'
@@ -42,8 +43,6 @@ export const PROTECTED_RESOURCE_METADATA_PATH = '/.well-known/oauth-protected-re
 /** An authorization code is good this long (RFC 6749 §4.1.2 recommends at most 10 minutes). */
 const CODE_SECONDS = 300
 const FORM_LIMIT = 16_384
-const MAX_REDIRECT_URIS = 10
-const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]'])
 
 export interface OAuthDeps {
   db: Db
@@ -51,6 +50,8 @@ export interface OAuthDeps {
   clock: Clock
   /** Called when a grant ends here (a replayed refresh token, a revoked refresh token). */
   onGrantRevoked?: (keyId: string) => void
+  /** A certificate authority to trust beside the system's when fetching client metadata documents. */
+  clientDocsCa?: string
 }
 
 /** The issuer: PUBLIC_URL's origin, or the request's own (as the cross-site check derives it). */
@@ -101,30 +102,9 @@ async function readForm(req: IncomingMessage): Promise<URLSearchParams> {
   return new URLSearchParams((await readBody(req, FORM_LIMIT)).toString('utf8'))
 }
 
-/** A redirect URI a public client may register: https, or http to a loopback host (RFC 8252 §7.3). */
-function redirectProblem(uri: string): string | undefined {
-  let url: URL
-  try {
-    url = new URL(uri)
-  } catch {
-    return `redirect URI ${uri} is not an absolute URL`
-  }
-  if (url.hash) return `redirect URI ${uri} must not have a fragment`
-  if (url.username || url.password) return `redirect URI ${uri} must not carry credentials`
-  if (url.protocol === 'https:') return undefined
-  if (url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname)) return undefined
-  return `redirect URI ${uri} must be https, or http to localhost, 127.0.0.1 or [::1]`
-}
-
 const s256 = (verifier: string) => createHash('sha256').update(verifier).digest('base64url')
 const VERIFIER = /^[A-Za-z0-9\-._~]{43,128}$/
 const CHALLENGE = /^[A-Za-z0-9\-_]{43}$/
-
-type ClientRow = {
-  id: string
-  name: string
-  redirect_uris: string[]
-}
 
 /** An authorization request checked far enough to answer on its redirect URI. */
 interface AuthorizeRequest {
@@ -161,6 +141,26 @@ export function oauthRoutes(router: Router, deps: OAuthDeps): void {
       }
       return s
     }
+  }
+  const clientDocs = new ClientDocs({
+    clock,
+    allowPrivate: config.oauthAllowPrivateClientDocs,
+    ca: deps.clientDocsCa,
+  })
+  /** A registered client from its row, or one named by its metadata document's URL. */
+  const findClient = async (
+    clientId: string,
+  ): Promise<{ type: 'ok'; client: ClientRow } | { type: 'refused'; message: string }> => {
+    if (isClientDocId(clientId)) return clientDocs.resolve(clientId)
+    const [client] = clientId
+      ? await db.query<ClientRow>(
+          'select id, name, redirect_uris from oauth_clients where id = $1',
+          [clientId],
+        )
+      : []
+    return client
+      ? { type: 'ok', client }
+      : { type: 'refused', message: `Unknown client_id "${clientId}".` }
   }
   const consentSecret = secret('oauth-consent')
   const deviceSecret = secret('login-device')
@@ -200,6 +200,7 @@ export function oauthRoutes(router: Router, deps: OAuthDeps): void {
       code_challenge_methods_supported: ['S256'],
       token_endpoint_auth_methods_supported: ['none'],
       revocation_endpoint_auth_methods_supported: ['none'],
+      client_id_metadata_document_supported: true,
       service_documentation: 'https://github.com/corkboard/corkboard/blob/main/docs/mcp.md',
     }
   })
@@ -226,51 +227,10 @@ export function oauthRoutes(router: Router, deps: OAuthDeps): void {
     } catch {
       throw new OAuthError(400, 'invalid_client_metadata', 'The body must be a JSON object')
     }
-    const parsed = OAuthClientMetadataSchema.safeParse(raw)
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]
-      throw new OAuthError(
-        400,
-        'invalid_client_metadata',
-        `${issue?.path.join('.') || 'body'}: ${issue?.message ?? 'invalid'}`,
-      )
-    }
-    const meta = parsed.data
-    const uris = meta.redirect_uris
-    if (uris.length === 0 || uris.length > MAX_REDIRECT_URIS) {
-      throw new OAuthError(
-        400,
-        'invalid_redirect_uri',
-        `redirect_uris must list 1 to ${MAX_REDIRECT_URIS} URIs`,
-      )
-    }
-    for (const uri of uris) {
-      const problem = redirectProblem(uri)
-      if (problem) throw new OAuthError(400, 'invalid_redirect_uri', problem)
-    }
-    const method = meta.token_endpoint_auth_method ?? 'none'
-    if (method !== 'none') {
-      throw new OAuthError(
-        400,
-        'invalid_client_metadata',
-        `token_endpoint_auth_method ${method} is not supported: clients here are public (none), with PKCE`,
-      )
-    }
-    const grantTypes = meta.grant_types ?? ['authorization_code', 'refresh_token']
-    const unsupported = grantTypes.filter(
-      (g) => g !== 'authorization_code' && g !== 'refresh_token',
-    )
-    if (unsupported.length > 0) {
-      throw new OAuthError(
-        400,
-        'invalid_client_metadata',
-        `grant_types ${unsupported.join(', ')} not supported: authorization_code and refresh_token are`,
-      )
-    }
-    if (meta.response_types?.some((t) => t !== 'code')) {
-      throw new OAuthError(400, 'invalid_client_metadata', 'response_types may only be code')
-    }
-    const name = (meta.client_name ?? '').trim().slice(0, 100) || 'An MCP client'
+    const checked = checkClientMetadata(raw)
+    if (checked.type === 'refused') throw new OAuthError(400, checked.code, checked.message)
+    const { redirectUris: uris, grantTypes } = checked
+    const name = checked.name || 'An MCP client'
     const id = randomToken(24)
     const [row] = await db.query<{ created_at: Date }>(
       'insert into oauth_clients (id, name, redirect_uris) values ($1, $2, $3) returning created_at',
@@ -297,14 +257,9 @@ export function oauthRoutes(router: Router, deps: OAuthDeps): void {
     req: IncomingMessage,
     params: URLSearchParams,
   ): Promise<Checked> => {
-    const clientId = params.get('client_id') ?? ''
-    const [client] = clientId
-      ? await db.query<ClientRow>(
-          'select id, name, redirect_uris from oauth_clients where id = $1',
-          [clientId],
-        )
-      : []
-    if (!client) return { type: 'page', message: `Unknown client_id "${clientId}".` }
+    const found = await findClient(params.get('client_id') ?? '')
+    if (found.type === 'refused') return { type: 'page', message: found.message }
+    const { client } = found
     const redirectUri = params.get('redirect_uri') ?? ''
     // Exact string match against what the client registered, nothing looser.
     if (!client.redirect_uris.includes(redirectUri)) {
@@ -451,6 +406,16 @@ export function oauthRoutes(router: Router, deps: OAuthDeps): void {
       ? await membership(db, orgId, session.user.id)
       : undefined
     if (!member) throw new ApiError(403, 'You are not a member of that organisation')
+    if (isClientDocId(client.id)) {
+      // Codes and grants name their client by row: a document's client gets one, keyed by
+      // its URL, refreshed from the document at each approval (the sweep removes it once
+      // nothing uses it).
+      await db.query(
+        `insert into oauth_clients (id, name, redirect_uris) values ($1, $2, $3)
+         on conflict (id) do update set name = excluded.name, redirect_uris = excluded.redirect_uris`,
+        [client.id, client.name, client.redirect_uris],
+      )
+    }
     const code = randomToken(32)
     await db.query(
       `insert into oauth_codes (code_hash, client_id, org_id, user_id, redirect_uri, code_challenge, resource, expires_at)
@@ -506,10 +471,8 @@ export function oauthRoutes(router: Router, deps: OAuthDeps): void {
         throw error
       }
       const query = new URLSearchParams(returnTo.slice('/oauth/authorize?'.length))
-      const [client] = await db.query<{ name: string }>(
-        'select name from oauth_clients where id = $1',
-        [query.get('client_id') ?? ''],
-      )
+      const found = await findClient(query.get('client_id') ?? '')
+      const client = found.type === 'ok' ? found.client : undefined
       if (error.headers) for (const [k, v] of Object.entries(error.headers)) res.setHeader(k, v)
       return signInPage(res, {
         returnTo,
@@ -541,6 +504,11 @@ export function oauthRoutes(router: Router, deps: OAuthDeps): void {
       throw new OAuthError(400, 'invalid_target', `resource must be ${resource}`)
     }
     if (grantType === 'authorization_code') {
+      if (isClientDocId(clientId)) {
+        // Still the document the person approved (cached since then, so not fetched again).
+        const found = await clientDocs.resolve(clientId)
+        if (found.type === 'refused') throw new OAuthError(401, 'invalid_client', found.message)
+      }
       const code = form.get('code') ?? ''
       // Taken by deleting: a code is spent by its first use, whatever that use's outcome.
       const [row] = await db.query<{
