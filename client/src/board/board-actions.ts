@@ -106,6 +106,8 @@ export interface TaskPatch {
   projectId?: string
   tags?: string[]
   assigneeIds?: string[]
+  /** The whole list of cards this one waits for, set at once as `tags` is. */
+  blockedBy?: string[]
 }
 
 /** Writes only the fields that differ, so an unchanged value costs nothing. */

@@ -40,6 +40,7 @@ export function BoardPage() {
   const projectFilter = useQueryParam('project')
   const tagFilter = useQueryParam('tag')
   const priorityFilter = useQueryParam('priority')
+  const blockedFilter = useQueryParam('blocked')
   const openCard = useQueryParam('card')
   const layout = useBoard(store, projectFilter ? 'layout' : 'none', (s) => s.layout())
 
@@ -62,10 +63,12 @@ export function BoardPage() {
   }, [columns, projectFilter, layout, store])
 
   const filter = useMemo<CardFilter | null>(() => {
-    if (!projectFilter && !tagFilter && !priorityFilter) return null
+    if (!projectFilter && !tagFilter && !priorityFilter && !blockedFilter) return null
     const tag = tagFilter?.toLowerCase()
     return (card, column) => {
       if (projectFilter && card.projectId !== projectFilter) return false
+      // get_board's `blocked: true|false`.
+      if (blockedFilter && card.blocked !== (blockedFilter === 'true')) return false
       if (tag && !card.tags.some((t) => t.toLowerCase() === tag)) return false
       if (priorityFilter) {
         const p = effectivePriority(card.priority, column.onFire)
@@ -73,8 +76,8 @@ export function BoardPage() {
       }
       return true
     }
-  }, [projectFilter, tagFilter, priorityFilter])
-  const filterKey = `${projectFilter}|${tagFilter}|${priorityFilter}`
+  }, [projectFilter, tagFilter, priorityFilter, blockedFilter])
+  const filterKey = `${projectFilter}|${tagFilter}|${priorityFilter}|${blockedFilter}`
 
   // Tell the others where a card being dragged would land; nothing is written until the drop.
   useEffect(
@@ -359,11 +362,23 @@ export function BoardPage() {
               <option value="none">Untriaged</option>
             </select>
           </label>
+          <label className="select-wrap">
+            <span className="sr-only">Blocked</span>
+            <select
+              value={blockedFilter ?? ''}
+              onChange={(e) => setQuery({ blocked: e.target.value || null })}
+              aria-label="Filter by blocked"
+            >
+              <option value="">Blocked or not</option>
+              <option value="true">Blocked</option>
+              <option value="false">Not blocked</option>
+            </select>
+          </label>
           {filter && (
             <button
               type="button"
               className="btn btn-ghost btn-small"
-              onClick={() => setQuery({ project: null, tag: null, priority: null })}
+              onClick={() => setQuery({ project: null, tag: null, priority: null, blocked: null })}
             >
               Clear filters
             </button>

@@ -8,6 +8,12 @@ import {
 } from '../../../shared/board-doc.ts'
 import { presentClaim, type StoredClaim } from '../../../shared/claims.ts'
 import { PRIORITIES, type Priority, TASK_TYPES, type TaskType } from '../../../shared/constants.ts'
+import {
+  type DependencyBoard,
+  docDependencyBoard,
+  isBlocked,
+  isOpen,
+} from '../../../shared/dependencies.ts'
 import type { ClaimRecord, Column, Project, TaskStats } from '../../../shared/records.ts'
 import { str, strings, strOrNull } from '../../../shared/ymap-fields.ts'
 
@@ -32,6 +38,10 @@ export interface CardView {
   stats: TaskStats
   /** As of the last look at the clock: a lease past expiresAt shows as lapsed. */
   claim: ClaimRecord | null
+  /** The cards this one waits for, as stored (some may have left the board). */
+  blockedBy: readonly string[]
+  /** At least one of `blockedBy` is open (shared/dependencies.ts). */
+  blocked: boolean
 }
 
 /** The cards of one column in board order; `version` changes whenever any of them changes. */
@@ -82,7 +92,9 @@ function byPosition(a: { position: number; id: string }, b: { position: number; 
  * else, so a board of thousands of cards re-renders only what changed.
  *
  * Topics: `card:<id>`, `cards:<columnId>` (membership, order or any card's data),
- * `columns`, `projects`, `tags`, `layout`. The board document holds the cards on the board
+ * `columns`, `projects`, `tags`, `layout`, `deps:<id>` (a card it waits for or one waiting
+ * for it changed, or joined or left either list: what the card panel's dependency
+ * sections show). The board document holds the cards on the board
  * only: archived cards are listed through the app API, comments and screenshots live in
  * each card's own document (card-store.ts).
  */
@@ -100,15 +112,22 @@ export class BoardStore {
   private expiryTimer: ReturnType<typeof setTimeout> | undefined
   private layoutVersion = 0
   private readonly unobserve: (() => void)[] = []
+  private readonly dependencies: DependencyBoard
+  /** Blocker id → the cards on the board waiting for it (the blocker may be off the board). */
+  private readonly waiting = new Map<string, Set<string>>()
+  private readonly depsVersions = new Map<string, number>()
 
   constructor(doc: Y.Doc) {
     this.doc = doc
     this.maps = boardMaps(doc)
+    this.dependencies = docDependencyBoard(this.maps)
     this.rebuildColumns()
     this.rebuildProjects()
     this.maps.tasks.forEach((_m, id) => {
       const card = this.readCard(id)
-      if (card) this.cards.set(id, card)
+      if (!card) return
+      this.cards.set(id, card)
+      this.index(id, [], card.blockedBy)
     })
     const columns = new Set<string>()
     for (const card of this.cards.values()) columns.add(card.columnId)
@@ -166,6 +185,36 @@ export class BoardStore {
     return this.cards.values()
   }
 
+  /** The cards on the board that wait for this one (what it blocks), in board order. */
+  blocks(taskId: string): string[] {
+    const ids = [...(this.waiting.get(taskId) ?? [])].filter((id) => this.cards.has(id))
+    const order = new Map(this.columnList.map((c, i) => [c.id, i]))
+    const at = (id: string) => {
+      const c = this.cards.get(id) as CardView
+      return [order.get(c.columnId) ?? order.size, c.position] as const
+    }
+    return ids.sort((a, b) => {
+      const [ca, pa] = at(a)
+      const [cb, pb] = at(b)
+      return ca - cb || pa - pb || (a < b ? -1 : 1)
+    })
+  }
+
+  /** Open: on the board and not in a `done` column (a blocker that holds its dependents). */
+  isOpen(taskId: string): boolean {
+    return isOpen(this.dependencies, taskId)
+  }
+
+  /** The board as the dependency rules read it (shared/dependencies.ts). */
+  dependencyBoard(): DependencyBoard {
+    return this.dependencies
+  }
+
+  /** Changes whenever the card's dependency sections would show something else (topic `deps:<id>`). */
+  depsVersion(taskId: string): number {
+    return this.depsVersions.get(taskId) ?? 0
+  }
+
   /** The card's Y.Text description (created on first edit when an old card has none). */
   description(taskId: string): Y.Text | undefined {
     const m = this.maps.tasks.get(taskId)
@@ -202,6 +251,7 @@ export class BoardStore {
     if (!m) return undefined
     const stored = asStoredClaim(this.maps.claims.get(id))
     const position = m.get('position')
+    const blockedBy = strings(m, 'blockedBy')
     return {
       id,
       columnId: str(m, 'columnId'),
@@ -218,6 +268,49 @@ export class BoardStore {
       createdByEmail: str(m, 'createdByEmail'),
       stats: asStats(m.get('stats')),
       claim: stored ? presentClaim(stored, Date.now()) : null,
+      blockedBy,
+      blocked: isBlocked(this.dependencies, blockedBy),
+    }
+  }
+
+  /** Keeps the waiting index in step with a card's `blockedBy`. */
+  private index(id: string, before: readonly string[], after: readonly string[]) {
+    for (const b of before) {
+      if (after.includes(b)) continue
+      const set = this.waiting.get(b)
+      set?.delete(id)
+      if (set?.size === 0) this.waiting.delete(b)
+    }
+    for (const b of after) {
+      let set = this.waiting.get(b)
+      if (!set) {
+        set = new Set()
+        this.waiting.set(b, set)
+      }
+      set.add(id)
+    }
+  }
+
+  private touchDeps(id: string, topics: Set<string>) {
+    this.depsVersions.set(id, (this.depsVersions.get(id) ?? 0) + 1)
+    topics.add(`deps:${id}`)
+  }
+
+  /**
+   * Re-reads whether these cards are blocked (a blocker of theirs opened or closed) and
+   * notifies the ones whose answer changed. Nothing else of them changed, so only
+   * `blocked` is rewritten.
+   */
+  private recheckBlocked(ids: Iterable<string>, topics: Set<string>, bump: Set<string>) {
+    for (const id of ids) {
+      const card = this.cards.get(id)
+      if (!card) continue
+      this.touchDeps(id, topics)
+      const blocked = isBlocked(this.dependencies, card.blockedBy)
+      if (blocked === card.blocked) continue
+      this.cards.set(id, { ...card, blocked })
+      topics.add(`card:${id}`)
+      bump.add(card.columnId)
     }
   }
 
@@ -241,12 +334,21 @@ export class BoardStore {
     const topics = new Set<string>()
     const resort = new Set<string>()
     const bump = new Set<string>()
-    for (const id of ids) {
+    const refreshed = new Set(ids)
+    const recheck = new Set<string>()
+    for (const id of refreshed) {
       const before = this.cards.get(id)
       const after = this.readCard(id)
       if (after) this.cards.set(id, after)
       else this.cards.delete(id)
       topics.add(`card:${id}`)
+      // Its own sections, the sections of the cards it waits for (their "Blocks" list
+      // shows it) and those of the cards waiting for it, whose blocked may change too.
+      this.index(id, before?.blockedBy ?? [], after?.blockedBy ?? [])
+      this.touchDeps(id, topics)
+      for (const b of new Set([...(before?.blockedBy ?? []), ...(after?.blockedBy ?? [])]))
+        this.touchDeps(b, topics)
+      for (const w of this.waiting.get(id) ?? []) if (!refreshed.has(w)) recheck.add(w)
       if (!before || !after) {
         if (before) resort.add(before.columnId)
         if (after) resort.add(after.columnId)
@@ -271,6 +373,7 @@ export class BoardStore {
         topics.add('tags')
       }
     }
+    this.recheckBlocked(recheck, topics, bump)
     for (const c of resort) {
       this.sortColumn(c)
       topics.add(`cards:${c}`)
@@ -332,13 +435,28 @@ export class BoardStore {
       const old = new Map(before)
       this.rebuildColumns()
       const topics = new Set<string>(['columns'])
+      const bump = new Set<string>()
+      let roles = old.size !== this.columnList.length
       for (const c of this.columnList) {
         const was = old.get(c.id)
         // Fire changes every card's effective priority in the column.
-        if (!was || was.onFire !== c.onFire) {
-          this.bumpColumn(c.id)
-          topics.add(`cards:${c.id}`)
+        if (!was || was.onFire !== c.onFire) bump.add(c.id)
+        if (!was || was.role !== c.role || was.title !== c.title) roles = true
+      }
+      // A column becoming (or ceasing to be) done opens or closes every blocker in it; a
+      // new title shows in the dependency sections.
+      if (roles) {
+        const involved = new Set<string>()
+        for (const [blocker, waiting] of this.waiting) {
+          involved.add(blocker)
+          for (const w of waiting) involved.add(w)
         }
+        this.recheckBlocked(involved, topics, bump)
+        for (const id of involved) if (!this.cards.has(id)) this.touchDeps(id, topics)
+      }
+      for (const c of bump) {
+        this.bumpColumn(c)
+        topics.add(`cards:${c}`)
       }
       this.emit(topics)
     }

@@ -3,7 +3,7 @@ import type { Priority, TaskType } from '../../../shared/constants.ts'
 import { effectivePriority } from '../../../shared/priority.ts'
 import type { ClaimRecord } from '../../../shared/records.ts'
 import { Avatar } from '../ui/avatar.tsx'
-import { BotIcon, CommentIcon, FlameIcon, ImageIcon } from '../ui/icons.tsx'
+import { BlockedIcon, BotIcon, CommentIcon, FlameIcon, ImageIcon } from '../ui/icons.tsx'
 import { memberName, useWorkspace } from '../workspace.tsx'
 import type { BoardStore } from './board-store.ts'
 import type { DragStore } from './drag.ts'
@@ -114,6 +114,7 @@ export const Card = memo(function Card({
   const shownTags = card.tags.slice(0, 3)
   const label = [
     card.title,
+    card.blocked ? 'blocked: waits for a card not done yet' : null,
     card.claim?.isLive ? `claimed by ${card.claim.holder}` : null,
     mover ? `${mover.user.name} is moving it` : null,
   ]
@@ -124,17 +125,24 @@ export const Card = memo(function Card({
       type="button"
       className={`card${dragging ? ` card-dragging card-dragging-${dragging}` : ''}${
         card.claim?.isLive ? ' card-claimed' : ''
-      }${mover ? ' card-peer-moving' : ''}`}
+      }${card.blocked ? ' card-blocked' : ''}${mover ? ' card-peer-moving' : ''}`}
       style={mover ? ({ '--peer': mover.user.color } as React.CSSProperties) : undefined}
       data-card-id={id}
+      data-blocked={card.blocked || undefined}
       aria-label={label}
       aria-describedby="card-instructions"
       aria-pressed={dragging === 'keyboard' ? true : undefined}
       onClick={() => onOpen(id)}
       onKeyDown={(e) => onKeyDown(e, id)}
     >
-      {(card.type || effectivePriority(card.priority, onFire)) && (
+      {(card.type || effectivePriority(card.priority, onFire) || card.blocked) && (
         <span className="card-meta">
+          {card.blocked && (
+            <span className="badge badge-blocked" title="Waits for a card that is not done yet">
+              <BlockedIcon size={11} />
+              Blocked
+            </span>
+          )}
           {card.type && <span className={`type type-${card.type}`}>{TYPE_LABELS[card.type]}</span>}
           <PriorityBadge own={card.priority} onFire={onFire} compact />
         </span>

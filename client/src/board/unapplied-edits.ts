@@ -28,6 +28,7 @@ const EDITABLE = new Set([
   'projectId',
   'tags',
   'assigneeIds',
+  'blockedBy',
   'columnId',
   'position',
   'archivedAt',

@@ -20,6 +20,7 @@ import { authorOf, CardFields } from './card-fields.tsx'
 import { type CardStore, useCardStore } from './card-store.ts'
 import { ClaimDetails } from './claim-details.tsx'
 import { Comments, relativeTime } from './comments.tsx'
+import { Dependencies } from './dependencies.tsx'
 
 /** The card, opened beside the board: every field, live, with the claim and the thread. */
 export default function CardPanel({
@@ -49,6 +50,13 @@ export default function CardPanel({
       if (back instanceof HTMLElement && back.isConnected) back.focus()
     }
   }, [])
+
+  useEffect(() => {
+    // A link to another card (a blocker, say) replaces what the panel shows, and the link
+    // with it: keep focus in the panel rather than let it fall to the page.
+    void taskId
+    if (document.activeElement === document.body) panel.current?.focus()
+  }, [taskId])
 
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
@@ -282,6 +290,8 @@ function PanelBody({
         columnTitle={column?.title}
         run={run}
       />
+
+      <Dependencies card={card} locked={locked} />
 
       <section className="panel-section">
         <h3>

@@ -19,6 +19,7 @@ const LABELS: Record<string, string> = {
   projectId: 'Project',
   tags: 'Tags',
   assigneeIds: 'Assignees',
+  blockedBy: 'Blocked by',
   columnId: 'Column',
 }
 
@@ -31,6 +32,11 @@ function describe(edit: CardEdit, store: BoardStore): string {
     if (field === 'columnId') shown = store.column(String(value))?.title ?? 'another column'
     else if (field === 'projectId') shown = store.project(value as string)?.name ?? 'no project'
     else if (field === 'assigneeIds') shown = `${Array.isArray(value) ? value.length : 0} people`
+    else if (field === 'blockedBy')
+      shown =
+        (strings(value) ?? [])
+          .map((id) => store.card(id)?.title ?? 'a card not on the board')
+          .join(', ') || '(none)'
     else if (Array.isArray(value)) shown = value.join(', ')
     else shown = value === null || value === '' ? '(none)' : String(value)
     lines.push(`${label}: ${shown}`)
@@ -57,6 +63,8 @@ function apply(store: BoardStore, edit: CardEdit): void {
   if (tags) patch.tags = tags
   const assignees = strings(f.assigneeIds)
   if (assignees) patch.assigneeIds = assignees
+  const blockers = strings(f.blockedBy)
+  if (blockers) patch.blockedBy = blockers
   updateTask(store.doc, edit.taskId, patch)
   if (typeof f.description === 'string') {
     const text = descriptionText(store.doc, edit.taskId)

@@ -107,6 +107,13 @@ export const LockIcon = icon(
     <path d="M8 11V7a4 4 0 0 1 8 0v4" />
   </>,
 )
+/** A card waiting for another: a circle struck through. */
+export const BlockedIcon = icon(
+  <>
+    <circle cx="12" cy="12" r="9" />
+    <path d="m5.6 5.6 12.8 12.8" />
+  </>,
+)
 export const ChevronDownIcon = icon(<path d="m6 9 6 6 6-6" />)
 export const GripIcon = icon(
   <>
