@@ -40,6 +40,8 @@ export interface StoredTask {
   type: TaskType | null
   priority: Priority | null
   tags: string[]
+  /** The cards this one waits for (shared/dependencies.ts); [] when none. */
+  blockedBy: string[]
   assigneeIds: string[]
   position: number
   createdAt: string
@@ -105,6 +107,7 @@ export function readStoredTask(id: string, m: Y.Map<unknown>): StoredTask {
     type: strOrNull(m, 'type') as TaskType | null,
     priority: strOrNull(m, 'priority') as Priority | null,
     tags: strings(m, 'tags'),
+    blockedBy: strings(m, 'blockedBy'),
     assigneeIds: strings(m, 'assigneeIds'),
     position: num(m, 'position'),
     createdAt: str(m, 'createdAt'),
@@ -125,6 +128,8 @@ export function taskMap(t: Omit<StoredTask, 'id'>): Y.Map<unknown> {
   m.set('type', t.type)
   m.set('priority', t.priority)
   m.set('tags', t.tags)
+  // Absent means none: a card without blockers costs nothing for the field.
+  if (t.blockedBy.length > 0) m.set('blockedBy', t.blockedBy)
   m.set('assigneeIds', t.assigneeIds)
   m.set('position', t.position)
   m.set('createdAt', t.createdAt)

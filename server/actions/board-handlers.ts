@@ -3,6 +3,7 @@ import type { HandlerMap } from '../agent/handlers.ts'
 import * as read from './board-read.ts'
 import * as columns from './columns.ts'
 import * as comments from './comments.ts'
+import * as dependencies from './dependencies.ts'
 import * as tasks from './tasks.ts'
 
 export const boardHandlers: HandlerMap<keyof typeof boardActions> = {
@@ -14,6 +15,7 @@ export const boardHandlers: HandlerMap<keyof typeof boardActions> = {
   create_task: tasks.create_task,
   update_task: tasks.update_task,
   set_task_tags: tasks.set_task_tags,
+  set_task_dependencies: dependencies.set_task_dependencies,
   move_task: tasks.move_task,
   archive_task: tasks.archive_task,
   add_comment: comments.add_comment,

@@ -45,7 +45,7 @@ function tagsInUse(tasks: { tags: string[] }[]): string[] {
 
 /**
  * get_board. Scope first (projectId), then `tags` from the scope, then the narrowing
- * filters (columnId, tag, priority, lastCommentBy), which all combine. Cards, columns and
+ * filters (columnId, tag, priority, lastCommentBy, blocked), which all combine. Cards, columns and
  * each card's counts come from the board document; `activity` and the include caps
  * (the organisation's newest 500 comments and 250 screenshots) from Postgres indexes.
  */
@@ -75,6 +75,7 @@ export async function get_board(
       input.tag?.trim().toLowerCase(),
       input.priority,
       input.lastCommentBy,
+      input.blocked,
       input.summary === true,
     ])
     const board = await ctx.readBoard((view) =>
@@ -160,6 +161,10 @@ function boardCards(view: BoardView, input: ActionInput<'get_board'>) {
   if (input.lastCommentBy !== undefined) {
     const who = input.lastCommentBy
     tasks = tasks.filter((t) => t.stats.lastCommentBy === who)
+  }
+  if (input.blocked !== undefined) {
+    const wanted = input.blocked
+    tasks = tasks.filter((t) => view.blocked(t) === wanted)
   }
   const columnOrder = new Map(view.sortedColumns().map((c, i) => [c.id, i]))
   // Sorted by key, each card's column looked up once rather than at every comparison.

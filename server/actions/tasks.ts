@@ -89,6 +89,7 @@ export async function create_task(
           type: input.type ?? null,
           priority: input.priority ?? null,
           tags: [],
+          blockedBy: [],
           assigneeIds: [],
           position,
           createdAt: w.now,

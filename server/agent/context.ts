@@ -2,6 +2,7 @@ import type { Db } from '../../persistence/db.ts'
 import { boardDocName } from '../../shared/board-doc.ts'
 import type { AgentIdentity } from '../../shared/labels.ts'
 import type { ApiKeyRow } from '../auth/api-keys.ts'
+import { followingBlockers } from '../board/blockers.ts'
 import { BoardView } from '../board/board-view.ts'
 import type { Actor } from '../claims/locks.ts'
 import type { Config } from '../config.ts'
@@ -28,7 +29,10 @@ export interface ActionContext {
   readonly clock: Clock
   /** Reads the board document once it holds only committed state (see lane.ts). */
   readBoard<T>(fn: (view: BoardView) => T): Promise<T>
-  /** One write with the board as its document (lane.ts), opening the documents named too. */
+  /**
+   * One write with the board as its document (lane.ts), opening the documents named too;
+   * the cards whose `blocked` it moved are recorded with it (board/blockers.ts).
+   */
   writeBoard<T>(fn: (scope: WriteScope) => Promise<T>, opens?: readonly string[]): Promise<T>
 }
 
@@ -64,6 +68,6 @@ export function actionContext(
     origin,
     clock,
     readBoard: (fn) => services.live.read(docName, (doc) => fn(new BoardView(doc, clock.now()))),
-    writeBoard: (fn, opens) => services.live.write(docName, origin, fn, opens),
+    writeBoard: (fn, opens) => services.live.write(docName, origin, followingBlockers(fn), opens),
   }
 }

@@ -9,6 +9,7 @@ import { effectivePriority } from '../../shared/priority.ts'
 import type { Column, Task } from '../../shared/records.ts'
 import * as body from '../../shared/schemas/app.ts'
 import { column as columnRecord, task as taskRecord } from '../../shared/schemas/outputs.ts'
+import { strings } from '../../shared/ymap-fields.ts'
 import type { OrgMembership, User } from '../accounts.ts'
 import { editCard } from '../actions/tasks.ts'
 import type { Clock } from '../agent/context.ts'
@@ -134,7 +135,9 @@ export function peopleActionRoutes(router: Router, deps: PeopleActionDeps): void
   /**
    * Deletes a card for good, on the board or archived, with its comments, its screenshots
    * (entries and stored files), its own document and its claim, whoever holds it. A
-   * permanent delete leaves no timestamp, so get_changes cannot show it.
+   * permanent delete leaves no timestamp, so get_changes cannot show it. The cards that
+   * waited for it no longer do (it leaves their `blockedBy`: an id that names no card could
+   * not be sent back to set_task_dependencies); they are changes of their own.
    */
   on(
     'DELETE',
@@ -174,6 +177,7 @@ export function peopleActionRoutes(router: Router, deps: PeopleActionDeps): void
             m.tasks.delete(taskId)
           })
         }
+        await forgetBlocker(w, org.id, taskId)
         // Nobody keeps the card's document open, on any process, and nothing of it is stored again.
         w.afterCommit(() => live.forgetDocument(docName, { documentName: docName }))
       })
@@ -380,6 +384,38 @@ export function peopleActionRoutes(router: Router, deps: PeopleActionDeps): void
       return { status: 200, body: { task } }
     },
   )
+}
+
+/**
+ * A card deleted for good leaves every `blockedBy` that names it: on the board (those cards
+ * are changed and stamped) and in archived cards' records.
+ */
+async function forgetBlocker(w: WriteScope, orgId: string, taskId: string): Promise<void> {
+  const waiting = new BoardView(w.doc).dependents(taskId)
+  if (waiting.length > 0) {
+    w.mutate((doc) => {
+      const tasks = boardMaps(doc).tasks
+      for (const id of waiting) {
+        const m = tasks.get(id)
+        if (!m) continue
+        m.set(
+          'blockedBy',
+          strings(m, 'blockedBy').filter((b) => b !== taskId),
+        )
+        m.set('updatedAt', w.now)
+      }
+    })
+    for (const id of waiting) w.changed('task', id)
+  }
+  const archived = await w.tx.query<{ id: string }>(
+    `update archived_tasks set record = jsonb_set(record, '{blockedBy}',
+       (select coalesce(jsonb_agg(b), '[]'::jsonb) from jsonb_array_elements(record->'blockedBy') b
+         where b <> to_jsonb($2::text)))
+      where org_id = $1 and record->'blockedBy' ? $2
+     returning id`,
+    [orgId, taskId],
+  )
+  for (const r of archived) w.changed('task', r.id)
 }
 
 /** Where a restored card goes: its column, else the first of its project's, else the organisation's. */

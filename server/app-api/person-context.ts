@@ -2,6 +2,7 @@ import type { Db } from '../../persistence/db.ts'
 import { boardDocName } from '../../shared/doc-names.ts'
 import type { OrgMembership, User } from '../accounts.ts'
 import { type ActionContext, type Clock, systemClock } from '../agent/context.ts'
+import { followingBlockers } from '../board/blockers.ts'
 import { BoardView } from '../board/board-view.ts'
 import type { Config } from '../config.ts'
 import type { LiveDocs } from '../live/live-docs.ts'
@@ -41,6 +42,6 @@ export function personContext(
     actor: { keyId: user.id, identity: {}, clock },
     origin,
     readBoard: (fn) => deps.live.read(docName, (doc) => fn(new BoardView(doc, clock.now()))),
-    writeBoard: (fn, opens) => deps.live.write(docName, origin, fn, opens),
+    writeBoard: (fn, opens) => deps.live.write(docName, origin, followingBlockers(fn), opens),
   }
 }

@@ -30,6 +30,7 @@ export function taskFromArchived(id: string, record: unknown): StoredTask {
     type: strOrNull(r.type) as TaskType | null,
     priority: strOrNull(r.priority) as Priority | null,
     tags: strings(r.tags),
+    blockedBy: strings(r.blockedBy),
     assigneeIds: strings(r.assigneeIds),
     position: typeof r.position === 'number' && Number.isFinite(r.position) ? r.position : 0,
     createdAt: str(r.createdAt),

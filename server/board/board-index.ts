@@ -15,6 +15,8 @@ export class BoardIndex {
   private readonly stale = new Set<string>()
   /** Highest position seen per column. Never lowered: appending after it is still "after the last card". */
   private readonly maxPosition = new Map<string, number>()
+  /** Blocker id → the cards on the board waiting for it (their `blockedBy`). */
+  private readonly waiting = new Map<string, Set<string>>()
 
   constructor(doc: Y.Doc) {
     this.tasks = boardMaps(doc).tasks
@@ -38,16 +40,50 @@ export class BoardIndex {
     if (this.stale.size === 0) return
     for (const id of this.stale) {
       const m = this.tasks.get(id)
+      const before = this.cards.get(id)
+      if (before) this.unlink(before)
       if (!m) {
         this.cards.delete(id)
         continue
       }
       const card = readStoredTask(id, m)
       this.cards.set(id, card)
+      this.link(card)
       if (card.position > (this.maxPosition.get(card.columnId) ?? Number.NEGATIVE_INFINITY))
         this.maxPosition.set(card.columnId, card.position)
     }
     this.stale.clear()
+  }
+
+  private link(card: StoredTask): void {
+    for (const b of card.blockedBy) {
+      let set = this.waiting.get(b)
+      if (!set) {
+        set = new Set()
+        this.waiting.set(b, set)
+      }
+      set.add(card.id)
+    }
+  }
+
+  private unlink(card: StoredTask): void {
+    for (const b of card.blockedBy) {
+      const set = this.waiting.get(b)
+      set?.delete(card.id)
+      if (set?.size === 0) this.waiting.delete(b)
+    }
+  }
+
+  /** The cards on the board waiting for `taskId` (what it blocks). */
+  dependents(taskId: string): string[] {
+    this.refresh()
+    return [...(this.waiting.get(taskId) ?? [])]
+  }
+
+  /** Every card some card on the board waits for (on the board or not). */
+  blockers(): string[] {
+    this.refresh()
+    return [...this.waiting.keys()]
   }
 
   /** Every card on the board, as stored (shared objects: copy before changing one). */

@@ -1,6 +1,7 @@
 import type * as Y from 'yjs'
 import { boardMaps, readColumn, readProject, type StoredTask } from '../../shared/board-doc.ts'
 import { presentClaim, type StoredClaim, shownOnCard } from '../../shared/claims.ts'
+import { type DependencyBoard, isBlocked } from '../../shared/dependencies.ts'
 import { effectivePriority } from '../../shared/priority.ts'
 import type { ClaimRecord, Column, Project, Task, TaskSummary } from '../../shared/records.ts'
 import { notFound } from '../api-error.ts'
@@ -32,6 +33,29 @@ export class BoardView {
 
   get maps() {
     return boardMaps(this.doc)
+  }
+
+  /** The board as the dependency rules read it (shared/dependencies.ts). */
+  get dependencies(): DependencyBoard {
+    const index = boardIndex(this.doc)
+    return {
+      columnOf: (id) => index.get(id)?.columnId,
+      roleOf: (id) => {
+        const c = this.columns.get(id)
+        return c ? c.role : undefined
+      },
+      blockersOf: (id) => index.get(id)?.blockedBy ?? [],
+    }
+  }
+
+  /** True while at least one of the card's blockers is open. */
+  blocked(t: StoredTask): boolean {
+    return t.blockedBy.length > 0 && isBlocked(this.dependencies, t.blockedBy)
+  }
+
+  /** The cards on the board waiting for this one. */
+  dependents(taskId: string): string[] {
+    return boardIndex(this.doc).dependents(taskId)
   }
 
   /** Every card on the board (kept by the board's index: copy one before changing it). */
@@ -87,6 +111,8 @@ export class BoardView {
       priority: this.effectivePriority(t),
       ownPriority: t.priority,
       tags: t.tags,
+      blockedBy: t.blockedBy,
+      blocked: this.blocked(t),
       assigneeIds: t.assigneeIds,
       position: t.position,
       createdAt: t.createdAt,
@@ -130,6 +156,7 @@ export function summaryOf(t: Task): TaskSummary {
     type: t.type,
     priority: t.priority,
     tags: t.tags,
+    blocked: t.blocked,
     assigneeIds: t.assigneeIds,
     commentCount: t.commentCount,
     imageCount: t.imageCount,

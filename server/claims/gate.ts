@@ -36,6 +36,7 @@ const touched: {
 } = {
   update_task: async (_w, _org, input) => card(input.taskId),
   set_task_tags: async (_w, _org, input) => card(input.taskId),
+  set_task_dependencies: async (_w, _org, input) => card(input.taskId),
   move_task: async (_w, _org, input) => card(input.taskId),
   archive_task: async (_w, _org, input) => card(input.taskId),
   claim_task: async (_w, _org, input) => card(input.taskId),

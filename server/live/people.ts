@@ -244,6 +244,7 @@ function presentBoardEvents(doc: Y.Doc, report: BoardReport): DomainEvent[] {
     const task = stored ? view.present(stored) : undefined
     switch (event.type) {
       case 'card.created':
+      case 'card.unblocked':
         return { type: event.type, data: { task } }
       case 'card.moved':
         return { type: event.type, data: { ...event.data, task } }

@@ -45,6 +45,7 @@ export function payloadData(event: DomainEvent): Record<string, unknown> {
   switch (event.type) {
     case 'card.created':
     case 'card.moved':
+    case 'card.unblocked':
       return { taskId: d.taskId ?? idOf(d.task), ...d }
     case 'comment.added':
       return { commentId: d.commentId ?? idOf(d.comment), ...d }

@@ -86,6 +86,16 @@ export const boardActions = {
     description:
       'Replace the whole tag set of a card ([] clears it). Tags are trimmed and case duplicates folded; at most 20 tags of at most 40 characters.',
   }),
+  set_task_dependencies: spec({
+    input: tasks.set_task_dependencies,
+    output: outputs.set_task_dependencies,
+    write: true,
+    claimLocked: true,
+    destructive: true,
+    idempotent: true,
+    description:
+      'Replace the cards this card waits for. It is blocked while one of them is open (on the board, not in a done column); claim_next skips it. Refused: itself, over 50, a cycle.',
+  }),
   move_task: spec({
     input: tasks.move_task,
     output: outputs.move_task,

@@ -31,6 +31,10 @@ export const get_board = params({
     .optional()
     .describe('Only cards of this effective priority (none: untriaged).'),
   columnId: id('columnId').optional().describe('Only cards in this column.'),
+  blocked: z
+    .boolean({ error: 'blocked must be true or false' })
+    .optional()
+    .describe('Only blocked (true) or unblocked (false) cards.'),
   summary: z
     .boolean({ error: 'summary must be true or false' })
     .optional()

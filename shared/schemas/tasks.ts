@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import { LIMITS } from '../constants.ts'
+import { MAX_BLOCKERS } from '../dependencies.ts'
 import { id, position, priority, taskType, text, writeParams } from './common.ts'
 
 const title = text('title', LIMITS.taskTitle.min, LIMITS.taskTitle.max).describe(
@@ -68,6 +69,23 @@ export const set_task_tags = writeParams({
         i.input === undefined ? 'tags is required' : 'tags must be an array of strings',
     })
     .describe('The whole new set of tags; [] removes them all.'),
+})
+
+/**
+ * set_task_dependencies: replaces the whole set of cards this card waits for ([] clears
+ * it); ids are folded (lower case, duplicates once). Refused with 400 naming blockedBy: the
+ * card itself, more than 50, a malformed id, a cycle; 404 for an id that is no card of the
+ * organisation (on the board or archived). Idempotent. Claim locked.
+ */
+export const set_task_dependencies = writeParams({
+  taskId: id('taskId'),
+  blockedBy: z
+    .array(id('blockedBy'), {
+      error: (i) =>
+        i.input === undefined ? 'blockedBy is required' : 'blockedBy must be an array of card ids',
+    })
+    .max(MAX_BLOCKERS, { error: `blockedBy holds at most ${MAX_BLOCKERS} cards` })
+    .describe('Every card this one waits for (replaces the set); [] clears it.'),
 })
 
 /** move_task: appended to the bottom of the destination when `position` is omitted. Claim locked. */

@@ -2,7 +2,12 @@ import { z } from 'zod'
 import type { Comment, Task } from '../records.ts'
 
 /** The events a webhook can subscribe to, as the specification names them. */
-export const WEBHOOK_EVENT_TYPES = ['card.created', 'card.moved', 'comment.added'] as const
+export const WEBHOOK_EVENT_TYPES = [
+  'card.created',
+  'card.moved',
+  'comment.added',
+  'card.unblocked',
+] as const
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number]
 
 /** Webhooks an organisation may register (each write fans out to every one). */
@@ -147,6 +152,8 @@ export interface WebhookEventData {
     /** Title of the destination column at the time of the move. */
     toColumnTitle: string
   }
+  /** The card's last open blocker closed (not the first of two): it can be worked on now. */
+  'card.unblocked': { taskId: string; task: Task }
   'comment.added': {
     commentId: string
     comment: Comment

@@ -95,6 +95,7 @@ export async function seedOrg(
               type: 'feature',
               priority: n % 3 === 0 ? 'high' : null,
               tags: n % 5 === 0 ? ['backend'] : [],
+              blockedBy: [],
               assigneeIds: [],
               position: 1024 * (n + 1),
               createdAt: w.now,

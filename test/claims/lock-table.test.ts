@@ -18,6 +18,7 @@ const ON_A_CARD: Partial<Record<ActionName, (t: Target) => Record<string, unknow
   get_task: (t) => ({ taskId: t.taskId }),
   update_task: (t) => ({ taskId: t.taskId, title: 'changed by another agent' }),
   set_task_tags: (t) => ({ taskId: t.taskId, tags: ['theirs'] }),
+  set_task_dependencies: (t) => ({ taskId: t.taskId, blockedBy: [] }),
   move_task: (t) => ({ taskId: t.taskId, columnId: t.otherColumnId }),
   add_comment: (t) => ({ taskId: t.taskId, body: 'a note from another agent' }),
   update_comment: (t) => ({ commentId: t.commentId, body: 'edited by its author' }),
