@@ -13,7 +13,7 @@ import type { WriteScope } from '../live/live-docs.ts'
  * an archived card's claim lives in Postgres alone) and logs the change, in the write's
  * own transaction: the row, the document and the change row commit together.
  */
-function project(w: WriteScope, row: ClaimRow, now: number): ClaimRecord {
+export function project(w: WriteScope, row: ClaimRow, now: number): ClaimRecord {
   if (boardMaps(w.doc).tasks.has(row.task_id)) {
     const stored = storedClaimFromRow(row, now)
     w.mutate((doc) => boardMaps(doc).claims.set(row.task_id, stored))

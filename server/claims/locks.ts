@@ -24,7 +24,7 @@ export interface ClaimRow {
  * Advisory locks of claims live in their own key space (the two-key form), so a card's
  * lock never collides with the single-key locks of migrations or compaction.
  */
-const CLAIM_LOCK_SPACE = 0x636c6d // "clm"
+export const CLAIM_LOCK_SPACE = 0x636c6d // "clm"
 
 /** Live at `now`: not released and its lease not yet passed. */
 export function isLiveRow(row: ClaimRow, now: number): boolean {

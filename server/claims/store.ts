@@ -73,6 +73,14 @@ function renew(tx: Queryable, row: ClaimRow, r: ClaimRequest): ClaimRow {
 export async function acquireClaim(tx: Queryable, r: ClaimRequest): Promise<ClaimRow> {
   const row = await lockClaim(tx, r.taskId)
   if (row && isLiveRow(row, r.now)) return renew(tx, row, r)
+  return newClaim(tx, r)
+}
+
+/**
+ * A new claim for this actor on a card whose claim lock the transaction holds and which
+ * holds no live claim (claim_task's free case; claim_next's pick).
+ */
+export function newClaim(tx: Queryable, r: ClaimRequest): ClaimRow {
   const id = r.actor.identity
   const now = new Date(r.now)
   const created: ClaimRow = {

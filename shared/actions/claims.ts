@@ -2,7 +2,7 @@ import * as claims from '../schemas/claims.ts'
 import { outputs } from '../schemas/outputs.ts'
 import { spec } from './spec.ts'
 
-/** Claims and the change feed: claim_task, heartbeat_task, release_task, get_changes. */
+/** Claims and the change feed: claim_task, claim_next, heartbeat_task, release_task, get_changes. */
 export const claimActions = {
   claim_task: spec({
     input: claims.claim_task,
@@ -13,6 +13,16 @@ export const claimActions = {
     idempotent: false,
     description:
       'Claim a card before working on it (a real lock: nobody else can change it while your claim is live). Returns the claim with expiresAt; call heartbeat_task before then to keep it.',
+  }),
+  claim_next: spec({
+    input: claims.claim_next,
+    output: outputs.claim_next,
+    write: true,
+    claimLocked: false,
+    destructive: false,
+    idempotent: false,
+    description:
+      'Claim the best card you may work on: not blocked, not claimed, matching every filter (done cards only with role done); highest priority, then column order, then position. task and claim are null when there is none. Never hands a card out twice.',
   }),
   heartbeat_task: spec({
     input: claims.heartbeat_task,

@@ -1,6 +1,6 @@
 import { z } from 'zod'
-import { LIMITS } from '../constants.ts'
-import { id, int, params, text, writeParams } from './common.ts'
+import { COLUMN_ROLES, LIMITS, TASK_TYPES } from '../constants.ts'
+import { id, int, oneOf, params, text, writeParams } from './common.ts'
 
 const note = text('note', LIMITS.claimNote.min, LIMITS.claimNote.max).describe(
   'What you are doing, shown on the board.',
@@ -13,6 +13,25 @@ const note = text('note', LIMITS.claimNote.min, LIMITS.claimNote.max).describe(
  * identity it claimed with). The identity params label the holder on the board.
  */
 export const claim_task = writeParams({ taskId: id('taskId'), note: note.optional() })
+
+/**
+ * claim_next: claims, atomically, the best card that is on the board, not blocked, under
+ * no live claim (anyone's, the caller's too) and matching every filter; `{ task: null,
+ * claim: null }` when there is none. Cards in a `done` column are left out unless `role` is
+ * done. Best: highest effective priority (urgent … low, then untriaged), then the columns'
+ * order, then the card's position. Concurrent calls on any process never hand out a card
+ * twice (the claim lock; a card another call is taking is passed over). Not idempotent.
+ */
+export const claim_next = writeParams({
+  columnId: id('columnId').optional().describe('Only cards in this column.'),
+  projectId: id('projectId').optional().describe('Only cards of this project.'),
+  role: oneOf('role', COLUMN_ROLES)
+    .optional()
+    .describe("Only cards whose column has this role (done cards only if it is 'done')."),
+  tag: z.string({ error: 'tag must be a string' }).optional().describe('Only cards with this tag.'),
+  type: oneOf('type', TASK_TYPES).optional().describe('Only cards of this kind of work.'),
+  note: note.optional(),
+})
 
 /**
  * heartbeat_task: the holder renews its lease and may replace the note. 409 + holder when

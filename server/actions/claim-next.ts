@@ -1,0 +1,86 @@
+import type { ActionInput, ActionResults } from '../../shared/actions.ts'
+import type { StoredTask } from '../../shared/board-doc.ts'
+import { priorityRank } from '../../shared/priority.ts'
+import type { ActionContext } from '../agent/context.ts'
+import { badRequest } from '../api-error.ts'
+import { BoardView } from '../board/board-view.ts'
+import { CLAIM_LOCK_SPACE } from '../claims/locks.ts'
+import { newClaim } from '../claims/store.ts'
+import { project } from './claims.ts'
+
+const NOTHING = { task: null, claim: null }
+
+/** The cards claim_next may hand out, best first (see the schema). */
+export function candidates(view: BoardView, input: ActionInput<'claim_next'>): StoredTask[] {
+  const { columnId, projectId, role, type } = input
+  if (projectId !== undefined && !view.projects.has(projectId)) {
+    throw badRequest(`projectId ${projectId} is not a project of this organisation`)
+  }
+  if (columnId !== undefined && !view.columns.has(columnId)) {
+    throw badRequest(`columnId ${columnId} is not a column of this organisation`)
+  }
+  const tag = input.tag?.trim().toLowerCase()
+  const order = new Map(view.sortedColumns().map((c, i) => [c.id, i]))
+  const roleOf = (t: StoredTask) => view.columns.get(t.columnId)?.role ?? null
+  const keyed = view
+    .storedTasks()
+    .filter(
+      (t) =>
+        (columnId === undefined || t.columnId === columnId) &&
+        (projectId === undefined || t.projectId === projectId) &&
+        // Done work is not work to pick up: a released done card would come straight back.
+        (role === undefined ? roleOf(t) !== 'done' : roleOf(t) === role) &&
+        (type === undefined || t.type === type) &&
+        (tag === undefined || t.tags.some((x) => x.toLowerCase() === tag)) &&
+        view.claimOf(t.id)?.isLive !== true &&
+        !view.blocked(t),
+    )
+    .map((t) => ({
+      t,
+      rank: priorityRank(view.effectivePriority(t)),
+      column: order.get(t.columnId) ?? Number.MAX_SAFE_INTEGER,
+    }))
+  keyed.sort(
+    (a, b) =>
+      a.rank - b.rank ||
+      a.column - b.column ||
+      a.t.position - b.t.position ||
+      a.t.id.localeCompare(b.t.id),
+  )
+  return keyed.map((k) => k.t)
+}
+
+/**
+ * claim_next: see the schema. The candidates come from the board document, in the write;
+ * Postgres decides (claim_candidate, migration 014): the first whose claim lock is free and
+ * which holds no live claim there, which covers claims made a moment ago on another process
+ * that this document has not heard of yet. The claim is then made as claim_task makes it.
+ */
+export async function claim_next(
+  ctx: ActionContext,
+  input: ActionInput<'claim_next'>,
+): Promise<ActionResults['claim_next']> {
+  return ctx.writeBoard(async (w) => {
+    const now = ctx.clock.now()
+    const view = new BoardView(w.doc, now)
+    const ids = candidates(view, input).map((t) => t.id)
+    if (ids.length === 0) return NOTHING
+    const [picked] = await w.tx.query<{ id: string | null }>(
+      'select claim_candidate($1, $2, $3::text[], $4::timestamptz) as id',
+      [CLAIM_LOCK_SPACE, ctx.key.orgId, ids, new Date(now).toISOString()],
+    )
+    const taskId = picked?.id
+    if (!taskId) return NOTHING
+    const row = newClaim(w.tx, {
+      orgId: ctx.key.orgId,
+      taskId,
+      actor: ctx.actor,
+      note: input.note,
+      now,
+      leaseMs: ctx.config.claimLeaseSeconds * 1000,
+    })
+    const claim = project(w, row, now)
+    const after = new BoardView(w.doc, now)
+    return { task: after.present(after.requireTask(taskId)), claim }
+  })
+}
