@@ -9,6 +9,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js'
 import { z } from 'zod'
 import { type ActionName, actionNames, actions, isActionName } from '../../shared/actions.ts'
+import { identity } from '../../shared/schemas/common.ts'
 import { claimRecord } from '../../shared/schemas/outputs.ts'
 import { didYouMean } from '../agent/suggest.ts'
 import { serverInstructions, toolDescription, toolTitle } from './guidance.ts'
@@ -44,7 +45,8 @@ const isJson = (v: unknown): v is Json => typeof v === 'object' && v !== null &&
  * for answers (`open`) the closed objects (answers may gain fields, as contracts change by
  * adding), the formats and patterns (the names say an id, a time, `…At`, or a URL), the
  * zero floor of counts and, below the top, `type: object` beside `properties` (the
- * properties say it; a nullable object keeps its type, which says the null).
+ * properties say it; a nullable object keeps its type, which says the null) and the
+ * `required` lists (every field listed is always there but the few the instructions name).
  */
 function compact(schema: Json, open: boolean, top = true): Json {
   const node = orNull(schema)
@@ -56,6 +58,8 @@ function compact(schema: Json, open: boolean, top = true): Json {
     if (k === 'maximum' && v === Number.MAX_SAFE_INTEGER) continue
     if (k === 'type' && (Array.isArray(node.enum) || Object.hasOwn(node, 'const'))) continue
     if (open && k === 'additionalProperties' && v === false) continue
+    // Which fields an answer always carries is said once, in the instructions (ANSWERS_NOTE).
+    if (open && k === 'required') continue
     if (open && (k === 'format' || k === 'pattern' || (k === 'minimum' && v === 0))) continue
     if (open && !top && k === 'type' && v === 'object' && isJson(node.properties)) continue
     if (ONE.has(k) && isJson(v)) out[k] = compact(v, open, false)
@@ -120,10 +124,32 @@ function inlineSingleUse(schema: Json): Json {
   return kept.length > 0 ? { ...out, $defs: Object.fromEntries(kept) } : out
 }
 
+/**
+ * The identity params every write takes, the same in some thirty tools: their bounds are
+ * said once, in the instructions (IDENTITY_NOTE), and each tool keeps their type and meaning.
+ */
+const IDENTITY_BOUNDS = ['minLength', 'maxLength', 'minimum', 'maximum']
+
+function withoutIdentityBounds(schema: Json): Json {
+  const properties = schema.properties
+  if (!isJson(properties)) return schema
+  const out: Json = { ...properties }
+  for (const name of Object.keys(identity)) {
+    const p = out[name]
+    if (isJson(p))
+      out[name] = Object.fromEntries(
+        Object.entries(p).filter(([k]) => !IDENTITY_BOUNDS.includes(k)),
+      )
+  }
+  return { ...schema, properties: out }
+}
+
 /** The JSON Schema of what a caller sends to an action, from the action's zod schema. */
 export function inputJsonSchema(name: ActionName): Tool['inputSchema'] {
   const schema = compact(
-    z.toJSONSchema(actions[name].input, { io: 'input', target: 'draft-2020-12' }) as Json,
+    withoutIdentityBounds(
+      z.toJSONSchema(actions[name].input, { io: 'input', target: 'draft-2020-12' }) as Json,
+    ),
     false,
   )
   if (schema.type !== 'object') {

@@ -119,6 +119,20 @@ describe.each(STORAGES)('MCP tools (%s)', (kind) => {
       expect(instructions).toMatch(/leave position out on create_task, move_task, create_column/)
     })
 
+    test('the instructions teach the claim_next loop and blockers, and say once what the schemas leave to them (identity bounds, fields always there)', async () => {
+      const instructions = w.mcp.getInstructions() ?? ''
+      expect(instructions).toMatch(
+        /claim_next .*→ do the work → heartbeat_task before expiresAt → move_task to the done column → release_task/,
+      )
+      expect(instructions).toMatch(/set_task_dependencies.*blocked while one of them is open/)
+      expect(instructions).toMatch(/claim_next never hands out a blocked card/)
+      expect(instructions).toMatch(/card\.unblocked/)
+      expect(instructions).toMatch(
+        /agentName \(1–80 characters; and house, 1–40, with generation, 1–10,000/,
+      )
+      expect(instructions).toMatch(/every field an output schema lists is always there/)
+    })
+
     test('every parameter is described, once, in its schema', async () => {
       const { tools } = await w.mcp.listTools()
       const undescribed: string[] = []
