@@ -1,11 +1,20 @@
 import * as Y from 'yjs'
 import { boardMaps, readStoredTask } from '../../shared/board-doc.ts'
 import { COLUMN_ROLES, LIMITS, PRIORITIES, TASK_TYPES } from '../../shared/constants.ts'
+import {
+  type DependencyBoard,
+  dependencyProblem,
+  describeDependencyProblem,
+  docDependencyBoard,
+  isOpen,
+} from '../../shared/dependencies.ts'
 import { isUuid } from '../../shared/ids.ts'
 import type { Revert } from '../../shared/live-protocol.ts'
 import { HEX_COLOR } from '../../shared/map-doc.ts'
 import { EMPTY_STATS } from '../../shared/records.ts'
 import { archivedRow } from '../board/archive.ts'
+import { blockingChanges } from '../board/blockers.ts'
+import { boardIndex } from '../board/board-index.ts'
 import { type Editor, GUARD_ORIGIN, LastValid, same, setField, snapshot } from './guard-kit.ts'
 import type { ChangeKind, DomainEvent } from './origin.ts'
 import type { RowOp } from './write-record.ts'
@@ -84,6 +93,9 @@ function taskFieldError(key: string, v: unknown, maps: Maps): string | undefined
         ? undefined
         : 'archivedAt must be a timestamp or null'
     case 'updatedAt':
+      return undefined
+    case 'blockedBy':
+      // Checked with the card it belongs to: BoardGuard.blockedByError.
       return undefined
     default:
       return `cards have no field ${key}`
@@ -204,9 +216,74 @@ export class BoardGuard {
             break
         }
       }
+      this.followBlockers(touched, report)
     }, GUARD_ORIGIN)
     for (const [root, key] of touched) this.last.remember(root, key)
     return report
+  }
+
+  /**
+   * The rules of set_task_dependencies for a person's `blockedBy` (the action's words): card
+   * ids without repeats, at most 50, not the card itself, closing no cycle through the
+   * board, each a card on the board, or one the list held already (a blocker archived since
+   * stays; the board document does not know the archive, and the revert path has no await).
+   */
+  private blockedByError(taskId: string, v: unknown, kept: unknown): string | undefined {
+    if (!Array.isArray(v) || !v.every((id) => isUuid(id) && id === id.toLowerCase()))
+      return 'blockedBy must be a list of card ids'
+    if (new Set(v).size !== v.length) return 'blockedBy must not repeat a card'
+    const before = new Set(Array.isArray(kept) ? kept : [])
+    const board = docDependencyBoard(this.maps)
+    const problem = dependencyProblem(board, taskId, v)
+    if (problem) {
+      return describeDependencyProblem(problem, (id) => {
+        const title = this.maps.tasks.get(id)?.get('title')
+        return typeof title === 'string' ? `"${title}"` : id
+      })
+    }
+    const unknown = v.find((id) => !this.maps.tasks.has(id) && !before.has(id))
+    return unknown ? `blockedBy holds ${unknown}, which is not a card on the board` : undefined
+  }
+
+  /**
+   * Blockers this edit closed or reopened (a card moved into or out of a done column,
+   * archived, a column's role changed): the cards waiting for them whose `blocked` moved are
+   * changes of this edit too, and those whose last open blocker closed raise card.unblocked,
+   * as for an agent's write (board/blockers.ts).
+   */
+  private followBlockers(touched: [string, string][], report: BoardReport): void {
+    const index = boardIndex(this.doc)
+    const columnTouched = touched.some(([root]) => root === 'columns')
+    const blockers = columnTouched
+      ? index.blockers()
+      : touched.filter(([root]) => root === 'tasks').map(([, key]) => key)
+    if (blockers.length === 0) return
+    const after = docDependencyBoard(this.maps)
+    const before: DependencyBoard = {
+      columnOf: (id) => {
+        const saved = this.last.get('tasks', id)
+        return saved && typeof saved.columnId === 'string' ? saved.columnId : undefined
+      },
+      roleOf: (id) => {
+        const saved = this.last.get('columns', id)
+        return saved ? ((saved.role as string | null | undefined) ?? null) : undefined
+      },
+      blockersOf: () => [],
+    }
+    const list = (v: unknown) => (Array.isArray(v) ? v.filter(isString) : [])
+    const { changed, unblocked } = blockingChanges({
+      blockers,
+      openBefore: (id) => isOpen(before, id),
+      openAfter: (id) => isOpen(after, id),
+      dependentsOf: (id) => index.dependents(id),
+      blockedByBefore: (id) => list(this.last.get('tasks', id)?.blockedBy),
+      blockedByAfter: (id) => {
+        const m = this.maps.tasks.get(id)
+        return m ? list(m.get('blockedBy')) : undefined
+      },
+    })
+    for (const id of changed) report.changes.push({ kind: 'task', entityId: id })
+    for (const id of unblocked) report.events.push({ type: 'card.unblocked', data: { taskId: id } })
   }
 
   private reviewTask(taskId: string, editor: Editor, now: string, report: BoardReport): void {
@@ -242,9 +319,11 @@ export class BoardGuard {
       if (same(saved[key], current[key])) continue
       const error = (TASK_OWNED as readonly string[]).includes(key)
         ? `${key} is set by the server`
-        : key in current
-          ? taskFieldError(key, key === 'description' ? m.get(key) : current[key], this.maps)
-          : `${key} cannot be removed`
+        : key === 'blockedBy' && key in current
+          ? this.blockedByError(taskId, current[key], saved.blockedBy)
+          : key in current
+            ? taskFieldError(key, key === 'description' ? m.get(key) : current[key], this.maps)
+            : `${key} cannot be removed`
       if (error) {
         refused ??= error
         if (key in saved) setField(m, key, saved[key], TEXT_KEYS)
@@ -293,7 +372,11 @@ export class BoardGuard {
         ? 'a new card needs columnId, title and position'
         : Object.entries(fields)
             .filter(([k]) => !(TASK_OWNED as readonly string[]).includes(k))
-            .map(([k, v]) => taskFieldError(k, k === 'description' ? m.get(k) : v, this.maps))
+            .map(([k, v]) =>
+              k === 'blockedBy'
+                ? this.blockedByError(taskId, v, [])
+                : taskFieldError(k, k === 'description' ? m.get(k) : v, this.maps),
+            )
             .find((e) => e !== undefined)
     if (problem) {
       this.maps.tasks.delete(taskId)
