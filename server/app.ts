@@ -4,6 +4,7 @@ import { type Db, openDb } from '../persistence/db.ts'
 import { migrate } from '../persistence/migrate.ts'
 import { type Clock, systemClock } from './agent/context.ts'
 import { agentEndpoint } from './agent/endpoint.ts'
+import { IdempotencySweeper } from './agent/idempotency-store.ts'
 import { openApiDocument } from './agent/openapi.ts'
 import { ApiError } from './api-error.ts'
 import { clientRoutes } from './app-api/client-routes.ts'
@@ -150,6 +151,7 @@ export async function createApp(
     clientDocsCa: options.oauthClientDocsCa,
   })
   const oauthSweeper = new OAuthSweeper({ db, log })
+  const idempotencySweeper = new IdempotencySweeper({ db, log, clock })
   // The HTTP API as OpenAPI 3.1: the agent endpoint from the action table, the app API and
   // the files from the routes' own registrations (built once, every route registered).
   const openApi = openApiDocument(router.registered())
@@ -214,6 +216,7 @@ export async function createApp(
           app.url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`
           webhooks.start()
           oauthSweeper.start()
+          idempotencySweeper.start()
           resolve(app.url)
         })
       }),
@@ -225,6 +228,7 @@ export async function createApp(
       await closed
       await webhooks.stop()
       await oauthSweeper.stop()
+      await idempotencySweeper.stop()
       if (!options.db) await db.close()
     },
   }

@@ -1,4 +1,10 @@
-import { type ActionName, type ActionParams, type ActionResults, actionNames } from './actions.ts'
+import {
+  type ActionName,
+  type ActionParams,
+  type ActionResults,
+  actionNames,
+  actions,
+} from './actions.ts'
 import type { ClaimRecord } from './records.ts'
 
 /**
@@ -7,6 +13,13 @@ import type { ClaimRecord } from './records.ts'
  * action's params and resolve to its result type, and a new action of the table is a new
  * method without anyone writing it. Pure and fetch-based: runs in browsers and in Node.
  * Failures are thrown as typed errors, one class per status of the specification.
+ *
+ * Retries are safe: every write carries an `Idempotency-Key` (a fresh random one per call,
+ * the same on each of its attempts), so the service runs it once however often it arrives.
+ * A call is sent again, after a growing wait, on no answer at all (connection refused,
+ * reset, hung up), on 502, 503 and 504 (waiting at least their Retry-After), and, for a
+ * write, on a 409 with Retry-After (the same call is still running on the service). Never
+ * on another 4xx or a 500: those would fail the same way.
  */
 
 /** True when every param of the action is optional, so the params argument may be left out. */
@@ -30,7 +43,38 @@ export interface AgentClientOptions {
   fetch?: typeof fetch
   /** Extra request headers (e.g. a User-Agent in Node). */
   headers?: Record<string, string>
+  /** How a call is sent again after no answer or an answer saying to (see above). */
+  retry?: RetryOptions
 }
+
+export interface RetryOptions {
+  /** Attempts in all, the first one included; 1 never retries. Default 6. */
+  attempts?: number
+  /** The wait before the first retry; each next one doubles (with jitter). Default 500 ms. */
+  baseDelayMs?: number
+  /** The longest wait, Retry-After included. Default 8,000 ms. */
+  maxDelayMs?: number
+}
+
+const RETRY_DEFAULTS: Required<RetryOptions> = { attempts: 6, baseDelayMs: 500, maxDelayMs: 8_000 }
+
+/** Statuses a proxy or the service answers when it could not run the call now. */
+const UNAVAILABLE = new Set([502, 503, 504])
+
+/** A fresh Idempotency-Key: 128 random bits (getRandomValues works on plain http too). */
+function idempotencyKey(): string {
+  const bytes = globalThis.crypto.getRandomValues(new Uint8Array(16))
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')
+}
+
+/** The wait before retry number `retry` (1-based): doubling, between half and all of it. */
+function backoff(retry: number, options: Required<RetryOptions>, retryAfter?: number): number {
+  const full = options.baseDelayMs * 2 ** (retry - 1)
+  const jittered = full / 2 + Math.random() * (full / 2)
+  return Math.min(options.maxDelayMs, Math.max(jittered, (retryAfter ?? 0) * 1000))
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 export interface AgentClientBase {
   /** The endpoint this client posts to. */
@@ -69,7 +113,10 @@ export interface AgentErrorDetails {
   holder?: ClaimRecord
   /** 409 with holder: when the holder's claim lapses. */
   expiresAt?: string
-  /** 429 only: seconds to wait before calling again (the Retry-After header). */
+  /**
+   * Seconds to wait before calling again (the Retry-After header): a 429, a 503, and a 409
+   * whose Idempotency-Key's first request is still running.
+   */
   retryAfter?: number
   /** The decoded error body as sent, when there was one. */
   body?: unknown
@@ -127,7 +174,8 @@ export class MethodNotAllowedError extends AgentApiError {
 /**
  * 409: a claim lock. With `holder`, someone else holds the card: work another card and
  * come back after `expiresAt`. Without, the caller holds no live claim: claim again.
- * Never retry in a loop.
+ * Never retry in a loop. (With `retryAfter`, the same write is still running on the
+ * service: the client retried it until its attempts ran out.)
  */
 export class ConflictError extends AgentApiError {
   declare readonly status: 409
@@ -235,27 +283,55 @@ export function createAgentClient(options: AgentClientOptions): AgentClient {
     'content-type': 'application/json',
   }
 
+  const retry = { ...RETRY_DEFAULTS, ...options.retry }
+
   async function call<N extends ActionName>(
     action: N,
     ...[params]: ParamsArg<N>
   ): Promise<ActionResults[N]> {
-    let res: Response
-    try {
-      res = await doFetch(endpoint, {
-        method: 'POST',
-        headers,
-        body: JSON.stringify({ action, params: params ?? {} }),
-        // A redirect to another host drops the Authorization header and turns a good key
-        // into a 401; stopping here says what actually went wrong.
-        redirect: 'manual',
-      })
-    } catch (error) {
-      throw new NetworkError(
+    const write = actions[action].write
+    const init: RequestInit = {
+      method: 'POST',
+      // The draft's form of the header: a quoted string.
+      headers: write ? { ...headers, 'idempotency-key': `"${idempotencyKey()}"` } : headers,
+      body: JSON.stringify({ action, params: params ?? {} }),
+      // A redirect to another host drops the Authorization header and turns a good key
+      // into a 401; stopping here says what actually went wrong.
+      redirect: 'manual',
+    }
+    for (let attempt = 1; ; attempt++) {
+      const last = attempt >= retry.attempts
+      try {
+        return await once(action, init)
+      } catch (error) {
+        if (last || !(error instanceof AgentApiError)) throw error
+        const again =
+          error.kind === 'network' ||
+          UNAVAILABLE.has(error.status) ||
+          (write && error.status === 409 && error.retryAfter !== undefined)
+        if (!again) throw error
+        await sleep(backoff(attempt, retry, error.retryAfter))
+      }
+    }
+  }
+
+  /** One attempt of a call. */
+  async function once<N extends ActionName>(
+    action: N,
+    init: RequestInit,
+  ): Promise<ActionResults[N]> {
+    const unreachable = (error: unknown) =>
+      new NetworkError(
         0,
         `Could not reach the agent endpoint ${endpoint}: ${error instanceof Error ? error.message : String(error)}`,
         {},
         'network',
       )
+    let res: Response
+    try {
+      res = await doFetch(endpoint, init)
+    } catch (error) {
+      throw unreachable(error)
     }
     if (res.type === 'opaqueredirect' || (res.status >= 300 && res.status < 400)) {
       const location = res.headers.get('location')
@@ -266,7 +342,13 @@ export function createAgentClient(options: AgentClientOptions): AgentClient {
         'redirect',
       )
     }
-    const body = await decode(res)
+    let body: unknown
+    try {
+      body = await decode(res)
+    } catch (error) {
+      // The connection broke while the answer was arriving.
+      throw unreachable(error)
+    }
     if (!res.ok) throw agentError(res.status, body, res.headers)
     if (!isRecord(body)) {
       throw new ServerError(500, `The agent endpoint answered ${action} with a non-object body`, {

@@ -15,6 +15,7 @@ import { chargeRequest, policyHeader } from '../rate-limit/limiter.ts'
 import { admit } from './admission.ts'
 import { actionContext, type Services } from './context.ts'
 import { perform } from './handlers.ts'
+import { parseIdempotencyKey, REPLAYED_HEADER, runIdempotent } from './idempotency.ts'
 import { didYouMean } from './suggest.ts'
 import { parseParams } from './validation.ts'
 
@@ -94,6 +95,15 @@ export async function runAdmitted(
   action: ActionName,
   params: unknown,
 ): Promise<unknown> {
+  return validated(key, action, params)(services)
+}
+
+/** Validates one action's params (400 naming the parameter): what runs it, on given services. */
+function validated(
+  key: ApiKeyRow,
+  action: ActionName,
+  params: unknown,
+): (services: Services) => Promise<unknown> {
   const spec = actions[action]
   const input = parseParams(action, spec.input, params) as Record<string, unknown>
   const identity: AgentIdentity = {
@@ -102,11 +112,8 @@ export async function runAdmitted(
     generation: input.generation as number | undefined,
     isSubChild: input.isSubChild as boolean | undefined,
   }
-  return perform(
-    actionContext(services, key, identity),
-    action,
-    input as ActionInput<typeof action>,
-  )
+  return (services) =>
+    perform(actionContext(services, key, identity), action, input as ActionInput<typeof action>)
 }
 
 /** `POST /api/agent`: any other method is a 405; failures are `{ error }` bodies. */
@@ -149,8 +156,25 @@ export function agentEndpoint(services: Services, log: Logger) {
       }
       const key = await admit(services, credentials, envelope?.action, setHeaders)
       if (!envelope) throw bodyError
-      const result = await runAdmitted(services, key, envelope.action, envelope.params)
-      sendJson(res, 200, result)
+      const idempotencyKey = parseIdempotencyKey(req.headersDistinct['idempotency-key'])
+      const run = validated(key, envelope.action, envelope.params)
+      // Reads ignore the key: running one again changes nothing.
+      if (idempotencyKey === undefined || !actions[envelope.action].write) {
+        sendJson(res, 200, await run(services))
+        return
+      }
+      const answer = await runIdempotent(
+        services,
+        log,
+        { keyId: key.id, key: idempotencyKey, ...envelope },
+        run,
+      )
+      sendJson(
+        res,
+        answer.status,
+        answer.body,
+        answer.replayed ? { [REPLAYED_HEADER]: 'true' } : {},
+      )
     } catch (error) {
       sendError(res, error, log)
     }

@@ -5,6 +5,8 @@ import { errorResponse, jsonSchema, ref } from '../http/openapi-schema.ts'
 import type { JsonSchema } from '../http/route-docs.ts'
 import type { RegisteredRoute } from '../http/router.ts'
 import { SERVER_VERSION } from '../mcp/tools.ts'
+import { IDEMPOTENCY_HEADER, MAX_IDEMPOTENCY_KEY_LENGTH, REPLAYED_HEADER } from './idempotency.ts'
+import { IDEMPOTENCY_TTL_MS } from './idempotency-store.ts'
 
 /**
  * `GET /api/openapi.json`: the service's HTTP API as OpenAPI 3.1.
@@ -13,7 +15,7 @@ import { SERVER_VERSION } from '../mcp/tools.ts'
  * so the two never disagree: the request body is a union of the actions discriminated by
  * `action`, each with its params schema; the 200 answer is the union of the actions'
  * output schemas; every error is the endpoint's `{ error }` body (a 409 may name the
- * `holder`, a 429 says when to retry).
+ * `holder`, a 429 says when to retry); the optional Idempotency-Key header and its answers.
  *
  * The app API (tag `app`) and the file routes (tag `files`) are generated from the routes'
  * own registrations (`routes`: the router's, once every route is registered), see
@@ -106,6 +108,15 @@ export function openApiDocument(routes: readonly RegisteredRoute[]): JsonSchema 
           operationId: 'agent',
           tags: ['agent'],
           summary: 'Run one action',
+          parameters: [
+            {
+              name: IDEMPOTENCY_HEADER,
+              in: 'header',
+              required: false,
+              description: `Makes a write safe to send again (the IETF draft's semantics): for ${IDEMPOTENCY_TTL_MS / 3_600_000} hours, the same key with the same body under the same API key is answered with the first answer (its status and body, ${REPLAYED_HEADER}: true) and writes nothing; with another body it is a 422; while the first still runs, a 409 with Retry-After. 1–${MAX_IDEMPOTENCY_KEY_LENGTH} visible ASCII characters, bare or quoted; a fresh UUID per request. Reads ignore it.`,
+              schema: { type: 'string', pattern: '^[!-~]+$' },
+            },
+          ],
           requestBody: {
             required: true,
             content: {
@@ -128,6 +139,10 @@ export function openApiDocument(routes: readonly RegisteredRoute[]): JsonSchema 
               headers: {
                 RateLimit: { schema: { type: 'string' } },
                 'RateLimit-Policy': { schema: { type: 'string' } },
+                [REPLAYED_HEADER]: {
+                  description: `"true" on an answer repeated for an ${IDEMPOTENCY_HEADER} (an error answer too).`,
+                  schema: { type: 'string', const: 'true' },
+                },
               },
               content: {
                 'application/json': {
@@ -138,11 +153,17 @@ export function openApiDocument(routes: readonly RegisteredRoute[]): JsonSchema 
             '400': errorResponse('Bad input: the message names the parameter and what is wrong.'),
             '401': errorResponse('A missing, malformed or revoked API key.'),
             '404': errorResponse('No such card, column, map, node or edge in this organisation.'),
-            '409': errorResponse(
-              'Refused by a claim (holder), or a state conflict (a column with cards being worked on).',
-              'Conflict',
-            ),
+            '409': {
+              ...errorResponse(
+                `Refused by a claim (holder), a state conflict (a column with cards being worked on), or the first request with this ${IDEMPOTENCY_HEADER} still running (Retry-After).`,
+                'Conflict',
+              ),
+              headers: { 'Retry-After': { schema: { type: 'integer' } } },
+            },
             '413': errorResponse('The body is larger than the endpoint takes.'),
+            '422': errorResponse(
+              `This ${IDEMPOTENCY_HEADER} was first sent with another request body.`,
+            ),
             '429': {
               ...errorResponse('A rate budget is used up: wait Retry-After seconds.'),
               headers: { 'Retry-After': { schema: { type: 'integer' } } },

@@ -63,6 +63,9 @@ export function sendEmpty(res: ServerResponse, status = 204, headers: Record<str
 
 export type Logger = Pick<Console, 'error' | 'info'>
 
+/** The body of an ApiError's answer. */
+export const errorBody = (error: ApiError) => ({ error: error.message, ...error.extra })
+
 /** Answers an error: an ApiError as `{ error, ...extra }`, anything else as a bare 500. */
 export function sendError(res: ServerResponse, error: unknown, log: Logger): void {
   if (res.headersSent) {
@@ -75,7 +78,7 @@ export function sendError(res: ServerResponse, error: unknown, log: Logger): voi
       ...(known.status === 503 ? { 'retry-after': String(UNAVAILABLE_RETRY_SECONDS) } : {}),
       ...known.headers,
     }
-    sendJson(res, known.status, { error: known.message, ...known.extra }, headers)
+    sendJson(res, known.status, errorBody(known), headers)
     return
   }
   log.error(error)

@@ -81,7 +81,7 @@ describe('the HTTP API described as OpenAPI 3.1', () => {
     const body = doc.paths['/api/agent'].post.requestBody.content['application/json'].schema
     expect(body.oneOf).toHaveLength(actionNames.length)
     expect(Object.keys(body.discriminator.mapping).sort()).toEqual([...actionNames].sort())
-    for (const status of ['200', '400', '401', '404', '409', '429', '503']) {
+    for (const status of ['200', '400', '401', '404', '409', '422', '429', '503']) {
       expect(doc.paths['/api/agent'].post.responses[status], status).toBeDefined()
     }
   })
@@ -110,6 +110,38 @@ describe('the HTTP API described as OpenAPI 3.1', () => {
     const refused = await fetch(`${server.url}/api/agent`, { method: 'POST', body: '{}' })
     expect(refused.status).toBe(401)
     expect(validator('Error')(await refused.json())).toBe(true)
+  })
+
+  test('the Idempotency-Key header is described with its answers (Idempotent-Replayed, the 409 while running, the 422), and real ones validate', async () => {
+    const post = doc.paths['/api/agent'].post
+    expect(post.parameters).toEqual([
+      expect.objectContaining({ name: 'Idempotency-Key', in: 'header', required: false }),
+    ])
+    expect(post.responses['200'].headers['Idempotent-Replayed']).toBeDefined()
+    expect(post.responses['409'].headers['Retry-After']).toBeDefined()
+    expect(post.responses['409'].description).toMatch(/Idempotency-Key/)
+    expect(post.responses['422'].description).toMatch(/Idempotency-Key/)
+
+    const { columns } = await agent.ok('list_columns')
+    const keyed = async (title: string): Promise<Reply> => {
+      const res = await fetch(`${server.url}/api/agent`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${agent.key}`,
+          'content-type': 'application/json',
+          'idempotency-key': 'openapi-described',
+        },
+        body: JSON.stringify({ action: 'create_task', params: { columnId: columns[0].id, title } }),
+      })
+      return { status: res.status, body: await res.json(), headers: res.headers }
+    }
+    await keyed('Keyed')
+    const replayed = await keyed('Keyed')
+    expect(replayed.headers.get('idempotent-replayed')).toBe('true')
+    expect(validator('CreateTaskResult')(replayed.body)).toBe(true)
+    const reused = await keyed('Another body')
+    expect(reused.status).toBe(422)
+    documented('post', '/api/agent', reused)
   })
 
   test('every app and file route the router registers is in the document under its method and OpenAPI path, and the document holds no other', () => {

@@ -210,7 +210,11 @@ describe('the typed agent client', () => {
   test('no answer at all is a NetworkError with status 0', async () => {
     const gone = await standIn(() => {})
     await gone.close()
-    const error = await refusal(createAgentClient({ url: gone.url, apiKey: 'cb_x' }).whoami())
+    // Retried like any call without an answer (the retries: test/agent/idempotency.test.ts).
+    const quickRetry = { attempts: 2, baseDelayMs: 1 }
+    const error = await refusal(
+      createAgentClient({ url: gone.url, apiKey: 'cb_x', retry: quickRetry }).whoami(),
+    )
     expect(error).toBeInstanceOf(NetworkError)
     expect(error).toMatchObject({ status: 0, kind: 'network' })
   })
