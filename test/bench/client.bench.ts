@@ -262,7 +262,7 @@ async function measure(browser: Browser, kind: StorageKind, cards: number) {
       loads.push(await loadTime(page, owner.orgId, cards))
       blocked.push(await longestTask(page))
       heap.push(await heapMb(page))
-      // Once IndexedDB has its copy (y-indexeddb stores as it goes), the return visit.
+      // Once IndexedDB has its copy (the worker stores as it goes), the return visit.
       await page.waitForTimeout(500)
       reloads.push(await loadTime(page, owner.orgId, cards))
       reloadBlocked.push(await longestTask(page))

@@ -1,8 +1,8 @@
 import { HocuspocusProvider, type HocuspocusProviderWebsocket } from '@hocuspocus/provider'
-import { IndexeddbPersistence } from 'y-indexeddb'
 import * as Y from 'yjs'
 import { closeCase, parseNotice, type StatelessNotice } from '../../../shared/live-protocol.ts'
 import { Emitter } from '../store.ts'
+import { LocalCopy } from './local-copy.ts'
 
 export interface DocStatus {
   /** The copy kept on this device has been read (the document can be shown offline). */
@@ -21,18 +21,22 @@ export function localName(userId: string, docName: string): string {
 }
 
 /**
- * One live document: a Y.Doc kept in IndexedDB (y-indexeddb, so it opens and edits with no
- * connection) and synchronised over the organisation's shared WebSocket (Hocuspocus).
+ * One live document: a Y.Doc kept on this device (local-copy.ts: IndexedDB, written from a
+ * worker, so it opens and edits with no connection) and synchronised over the
+ * organisation's shared WebSocket (Hocuspocus). The provider joins once the copy is read:
+ * the server then sends only what the copy lacks, and the copy's offline edits go out in
+ * the first exchange.
  */
 export class LiveDoc {
   readonly name: string
   readonly doc = new Y.Doc()
   readonly provider: HocuspocusProvider
-  readonly persistence: IndexeddbPersistence
+  readonly local: LocalCopy
   readonly whenLoaded: Promise<void>
   status: DocStatus = { loaded: false, synced: false, unsynced: 0, refused: undefined }
   private readonly changed = new Emitter()
   private readonly noticeListeners = new Set<(notice: StatelessNotice) => void>()
+  private destroyed = false
 
   constructor(options: {
     name: string
@@ -41,9 +45,12 @@ export class LiveDoc {
     token: () => Promise<string>
   }) {
     this.name = options.name
-    this.persistence = new IndexeddbPersistence(localName(options.userId, options.name), this.doc)
-    this.whenLoaded = this.persistence.whenSynced.then(() => {
+    this.local = new LocalCopy(localName(options.userId, options.name), this.doc)
+    this.whenLoaded = this.local.whenLoaded.then(() => {
+      if (this.destroyed) return
       this.update({ loaded: true })
+      // Several providers share one socket, and each must attach itself (docs/design.md).
+      this.provider.attach()
     })
     this.provider = new HocuspocusProvider({
       websocketProvider: options.socket,
@@ -67,8 +74,7 @@ export class LiveDoc {
         if (notice) for (const l of this.noticeListeners) l(notice)
       },
     })
-    // Several providers share one socket, and each must attach itself (docs/design.md).
-    this.provider.attach()
+    this.local.follow(this.provider)
   }
 
   get awareness() {
@@ -94,12 +100,13 @@ export class LiveDoc {
 
   /** Forgets the copy kept on this device (a document the server no longer has). */
   async clearLocal(): Promise<void> {
-    await this.persistence.clearData()
+    await this.local.clear()
   }
 
   destroy(): void {
+    this.destroyed = true
     this.provider.destroy()
-    void this.persistence.destroy()
+    this.local.destroy()
     this.doc.destroy()
     this.changed.clear()
     this.noticeListeners.clear()

@@ -1,0 +1,187 @@
+import type { HocuspocusProvider } from '@hocuspocus/provider'
+import * as decoding from 'lib0/decoding'
+import * as Y from 'yjs'
+import type { LocalCopyAnswer, LocalCopyRequest } from './local-copy-protocol.ts'
+
+/**
+ * The copy of one live document kept on this device, so it opens and edits with no
+ * connection. IndexedDB work runs in a worker (local-copy.worker.ts); the page only applies
+ * what the worker read, once, and hands over what changes.
+ *
+ * What the server sends is kept as the very bytes that came over the socket. Yjs would
+ * otherwise encode every remote change once more for its 'update' listeners (the
+ * provider's, which ignores its own changes, and the copy's): a first load of a
+ * 10,000-card board is an 8 MB change, whose encoding took about as long as applying it,
+ * on the main thread. So while a change from the server or from this copy is applied, the
+ * document's 'update' listeners are set aside: nobody needs to hear of it again.
+ */
+export class LocalCopy {
+  readonly whenLoaded: Promise<void>
+  private readonly db: string
+  private readonly doc: Y.Doc
+  private readonly quiet = new Set<unknown>([this])
+  private destroyed = false
+  private offMessages: (() => void) | undefined
+
+  constructor(db: string, doc: Y.Doc) {
+    this.db = db
+    this.doc = doc
+    doc.on('beforeTransaction', this.beforeTransaction)
+    doc.on('beforeObserverCalls', this.beforeObserverCalls)
+    doc.on('afterAllTransactions', this.afterAllTransactions)
+    doc.on('update', this.keep)
+    this.whenLoaded = request({ type: 'load', id: 0, db }).then(
+      (answer) => {
+        if (answer.type === 'loaded' && answer.update && !this.destroyed) {
+          Y.applyUpdate(doc, answer.update, this)
+        }
+      },
+      (error: unknown) => {
+        // No copy on this device (private browsing, storage refused): the server's will do.
+        console.error(`reading the copy of ${db} kept on this device failed`, error)
+      },
+    )
+  }
+
+  /** Keeps what this provider receives from the server, as received. */
+  follow(provider: HocuspocusProvider): void {
+    this.quiet.add(provider)
+    const onMessage = ({ event }: { event: MessageEvent }) => {
+      const update = syncedUpdateOf(new Uint8Array(event.data as ArrayBuffer))
+      // A copy of its own: handed to the worker, not shared with the provider.
+      if (update) post({ type: 'append', db: this.db, update }, true)
+    }
+    provider.on('message', onMessage)
+    this.offMessages = () => provider.off('message', onMessage)
+  }
+
+  /** Forgets the copy (a document the server no longer has); nothing more is kept. */
+  async clear(): Promise<void> {
+    this.stop()
+    await request({ type: 'clear', id: 0, db: this.db })
+  }
+
+  destroy(): void {
+    if (this.destroyed) return
+    this.stop()
+    post({ type: 'close', db: this.db })
+  }
+
+  private stop(): void {
+    this.destroyed = true
+    this.offMessages?.()
+    this.doc.off('update', this.keep)
+    this.doc.off('beforeTransaction', this.beforeTransaction)
+    this.doc.off('beforeObserverCalls', this.beforeObserverCalls)
+    this.doc.off('afterAllTransactions', this.afterAllTransactions)
+    this.restore()
+  }
+
+  /** An edit made on this page: kept. (Changes from the server or this copy are kept already.) */
+  private keep = (update: Uint8Array, origin: unknown) => {
+    if (this.destroyed || this.quiet.has(origin)) return
+    post({ type: 'append', db: this.db, update })
+  }
+
+  /** The 'update' listeners set aside while a quiet transaction runs, and for which one. */
+  private held: { tr: Y.Transaction; listeners: [string, unknown][] } | undefined
+
+  private beforeTransaction = (tr: Y.Transaction) => {
+    if (this.held || !this.quiet.has(tr.origin)) return
+    // lib0's Observable keeps its listeners per event name in `_observers`.
+    const observers = observersOf(this.doc)
+    const listeners: [string, unknown][] = []
+    for (const name of ['update', 'updateV2']) {
+      const set = observers.get(name)
+      if (set === undefined) continue
+      listeners.push([name, set])
+      observers.delete(name)
+    }
+    this.held = { tr, listeners }
+  }
+
+  /**
+   * Another transaction's cleanup begins (one an observer of the quiet one started, such as
+   * an edit made in answer to the server's change): its listeners must hear it.
+   */
+  private beforeObserverCalls = (tr: Y.Transaction) => {
+    if (this.held && this.held.tr !== tr) this.restore()
+  }
+
+  private afterAllTransactions = () => this.restore()
+
+  private restore(): void {
+    if (!this.held) return
+    const observers = observersOf(this.doc)
+    for (const [name, set] of this.held.listeners) {
+      const added = observers.get(name)
+      // Listeners added meanwhile join the ones set aside.
+      if (added instanceof Set && set instanceof Set) for (const l of added) set.add(l)
+      observers.set(name, set)
+    }
+    this.held = undefined
+  }
+}
+
+const observersOf = (doc: Y.Doc) =>
+  (doc as unknown as { _observers: Map<string, unknown> })._observers
+
+/** Hocuspocus and y-protocols message numbers (@hocuspocus/provider, y-protocols/sync). */
+const MESSAGE_SYNC = 0
+const SYNC_STEP_2 = 1
+const SYNC_UPDATE = 2
+
+/**
+ * The document update a message from the server carries (its answer to our state, or a
+ * change made elsewhere), copied out of the message; undefined for any other message.
+ */
+export function syncedUpdateOf(message: Uint8Array): Uint8Array | undefined {
+  try {
+    const decoder = decoding.createDecoder(message)
+    decoding.readVarString(decoder)
+    if (decoding.readVarUint(decoder) !== MESSAGE_SYNC) return undefined
+    const step = decoding.readVarUint(decoder)
+    if (step !== SYNC_STEP_2 && step !== SYNC_UPDATE) return undefined
+    return decoding.readVarUint8Array(decoder).slice()
+  } catch {
+    return undefined
+  }
+}
+
+let worker: Worker | undefined
+let nextId = 1
+const waiting = new Map<number, (answer: LocalCopyAnswer) => void>()
+
+function theWorker(): Worker {
+  if (!worker) {
+    worker = new Worker(new URL('./local-copy.worker.ts', import.meta.url), { type: 'module' })
+    worker.onmessage = ({ data }: MessageEvent<LocalCopyAnswer>) => {
+      const resolve = waiting.get(data.id)
+      waiting.delete(data.id)
+      resolve?.(data)
+    }
+  }
+  return worker
+}
+
+/**
+ * Sends a request to the worker. An update is copied unless `own` says the page keeps no
+ * other use of its bytes (an edit's update is also what the provider sends the server).
+ */
+function post(message: LocalCopyRequest, own = false): void {
+  if (message.type === 'append' && own) {
+    theWorker().postMessage(message, [message.update.buffer as ArrayBuffer])
+  } else theWorker().postMessage(message)
+}
+
+async function request(
+  message: Extract<LocalCopyRequest, { id: number }>,
+): Promise<LocalCopyAnswer> {
+  const id = nextId++
+  const answer = await new Promise<LocalCopyAnswer>((resolve) => {
+    waiting.set(id, resolve)
+    post({ ...message, id })
+  })
+  if (answer.type === 'failed') throw new Error(answer.message)
+  return answer
+}

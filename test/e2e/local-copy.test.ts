@@ -1,0 +1,211 @@
+import type { Page } from 'playwright-core'
+import { describe, expect, test } from 'vitest'
+import * as Y from 'yjs'
+import { boardMaps, taskMap } from '../../shared/board-doc.ts'
+import { POSITION_STEP } from '../../shared/constants.ts'
+import { EMPTY_STATS } from '../../shared/records.ts'
+import { Agent } from '../support/client.ts'
+import { STORAGES } from '../support/storage.ts'
+import { card, openBoard, serverAndBrowser, signedInContext, watchErrors } from './support.ts'
+
+/** The cards the board's columns say they show (their lists are virtualised). */
+async function shownCount(page: Page): Promise<number> {
+  const counts = await page.locator('.column-count').allTextContents()
+  return counts.reduce((sum, text) => sum + Number(text), 0)
+}
+
+/**
+ * The board's copy as the worker left it: how many updates it holds, and whether one of
+ * them holds these words (Yjs keeps strings as UTF-8).
+ */
+async function boardCopy(page: Page, words = ''): Promise<{ rows: number; holds: boolean }> {
+  return page.evaluate(async (text) => {
+    const done = <T>(r: IDBRequest<T>) =>
+      new Promise<T>((resolve, reject) => {
+        r.onsuccess = () => resolve(r.result)
+        r.onerror = () => reject(r.error)
+      })
+    const names = (await indexedDB.databases()).map((d) => d.name ?? '')
+    const name = names.find((n) => n.startsWith('corkboard/') && n.endsWith('/board'))
+    if (!name) return { rows: 0, holds: false }
+    const db = await done(indexedDB.open(name))
+    try {
+      if (!db.objectStoreNames.contains('updates')) return { rows: 0, holds: false }
+      const rows = (await done(
+        db.transaction('updates').objectStore('updates').getAll(),
+      )) as Uint8Array[]
+      const decoder = new TextDecoder('utf-8', { fatal: false })
+      return { rows: rows.length, holds: rows.some((row) => decoder.decode(row).includes(text)) }
+    } finally {
+      db.close()
+    }
+  }, words)
+}
+
+/**
+ * The copy of each live document kept on the device (client/src/live/local-copy.ts): read
+ * and written by a worker, in the layout y-indexeddb wrote before it, so that a copy left by
+ * the previous version opens with the edits it holds.
+ */
+describe.each(STORAGES)('the copy kept on this device (%s)', (kind) => {
+  const running = serverAndBrowser(kind)
+
+  test('documents are kept on the device by a worker: the page itself opens no IndexedDB database for them, and the board reopens offline from the copy', async () => {
+    const { context, page, agent, orgId } = await signedInContext(
+      running.browser,
+      running.server.url,
+    )
+    // Counts the databases the page's own thread opens (workers have a global of their own).
+    await context.addInitScript(() => {
+      const opened: string[] = []
+      Object.assign(window, { openedOnPage: opened })
+      const open = indexedDB.open.bind(indexedDB)
+      indexedDB.open = (name: string, version?: number) => {
+        opened.push(name)
+        return open(name, version)
+      }
+    })
+    const errors = watchErrors(page)
+    await openBoard(page, orgId)
+    const { columns } = await agent.ok('list_columns')
+    // Written by an agent: it reaches the copy as the server sent it.
+    await agent.ok('create_task', { columnId: columns[0].id, title: 'Sent by the server' })
+    await card(page, 'Sent by the server').waitFor()
+    await page.evaluate(() => navigator.serviceWorker.ready.then(() => true))
+    // The worker writes in its own time: wait until the copy holds the agent's card.
+    await expect.poll(() => boardCopy(page, 'Sent by the server').then((c) => c.holds)).toBe(true)
+    await context.setOffline(true)
+    await page.locator('[data-sync-state="offline"]').waitFor()
+    await page.reload()
+    await card(page, 'Sent by the server').waitFor()
+    const opened = await page.evaluate(
+      () => (window as unknown as { openedOnPage: string[] }).openedOnPage,
+    )
+    expect(opened.filter((name) => name.startsWith('corkboard/'))).toEqual([])
+    expect(errors).toEqual([])
+    await context.close()
+  })
+
+  test('a copy that has kept 500 updates is replayed into one by the worker, and opens offline with everything', async () => {
+    const { context, page, person, agent, orgId } = await signedInContext(
+      running.browser,
+      running.server.url,
+    )
+    const errors = watchErrors(page)
+    await openBoard(page, orgId)
+    const { columns } = await agent.ok('list_columns')
+    // Three keys, so that 540 writes stay inside each key's rate budget.
+    const agents = [agent, ...(await Promise.all([1, 2].map(() => person.createKey('more'))))].map(
+      (key, i) => (i === 0 ? agent : new Agent(running.server.url, key as string)),
+    )
+    const titles = Array.from({ length: 540 }, (_, i) => `Card number ${i}`)
+    for (let i = 0; i < titles.length; i += 30) {
+      await Promise.all(
+        titles.slice(i, i + 30).map((title, j) =>
+          (agents[(i + j) % agents.length] as Agent).ok('create_task', {
+            columnId: columns[(i + j) % columns.length].id,
+            title,
+          }),
+        ),
+      )
+    }
+    await expect.poll(() => shownCount(page), { timeout: 20_000 }).toBe(540)
+    await expect
+      .poll(() => boardCopy(page, 'Card number 539').then((c) => c.holds), { timeout: 15_000 })
+      .toBe(true)
+    // Each write came as an update of its own; the copy holds far fewer rows than that.
+    expect((await boardCopy(page)).rows).toBeLessThan(100)
+
+    await context.setOffline(true)
+    await page.locator('[data-sync-state="offline"]').waitFor()
+    await page.reload()
+    await expect.poll(() => shownCount(page)).toBe(540)
+    expect(errors).toEqual([])
+    await context.close()
+  })
+
+  test('a copy in the layout the previous version wrote opens offline with the edit it holds, and the edit reaches the server once online', async () => {
+    const { context, page, agent, orgId } = await signedInContext(
+      running.browser,
+      running.server.url,
+    )
+    const errors = watchErrors(page)
+    await openBoard(page, orgId)
+    const { columns } = await agent.ok('list_columns')
+    await page.evaluate(() => navigator.serviceWorker.ready.then(() => true))
+    const boardDb = await page.evaluate(async () => {
+      const names = (await indexedDB.databases()).map((d) => d.name ?? '')
+      return names.find((n) => n.startsWith('corkboard/') && n.endsWith('/board')) ?? ''
+    })
+    expect(boardDb).not.toBe('')
+
+    // An edit made offline by the previous version: a card in its copy, never sent.
+    const edit = new Y.Doc()
+    const now = new Date().toISOString()
+    boardMaps(edit).tasks.set(
+      crypto.randomUUID(),
+      taskMap({
+        columnId: columns[0].id,
+        projectId: null,
+        title: 'Kept by the previous version',
+        description: '',
+        type: null,
+        priority: null,
+        tags: [],
+        assigneeIds: [],
+        blockedBy: [],
+        position: POSITION_STEP * 50,
+        createdAt: now,
+        updatedAt: now,
+        archivedAt: null,
+        createdByEmail: '',
+        stats: EMPTY_STATS,
+      }),
+    )
+    const bytes = [...Y.encodeStateAsUpdate(edit)]
+
+    // Away from the app (nothing holds the copy open), the copy is rewritten exactly as
+    // y-indexeddb made it (stores `updates`, auto-increment, and `custom`), holding what it
+    // held plus the edit.
+    await page.goto('/readyz')
+    await page.evaluate(
+      async ({ name, update }) => {
+        const done = <T>(r: IDBRequest<T>) =>
+          new Promise<T>((resolve, reject) => {
+            r.onsuccess = () => resolve(r.result)
+            r.onerror = () => reject(r.error)
+          })
+        const old = await done(indexedDB.open(name))
+        const kept = (await done(
+          old.transaction('updates').objectStore('updates').getAll(),
+        )) as Uint8Array[]
+        old.close()
+        await done(indexedDB.deleteDatabase(name))
+        const request = indexedDB.open(name)
+        request.onupgradeneeded = () => {
+          request.result.createObjectStore('updates', { autoIncrement: true })
+          request.result.createObjectStore('custom')
+        }
+        const db = await done(request)
+        const tx = db.transaction('updates', 'readwrite')
+        for (const u of [...kept, new Uint8Array(update)]) tx.objectStore('updates').add(u)
+        await new Promise((resolve) => {
+          tx.oncomplete = resolve
+        })
+        db.close()
+      },
+      { name: boardDb, update: bytes },
+    )
+    await context.setOffline(true)
+    await page.goto(`/o/${orgId}/board`)
+    await card(page, 'Kept by the previous version').waitFor()
+
+    await context.setOffline(false)
+    await page.locator('[data-sync-state="synced"]').waitFor({ timeout: 20_000 })
+    await expect
+      .poll(async () => (await agent.ok('get_board')).tasks.map((t: { title: string }) => t.title))
+      .toEqual(['Kept by the previous version'])
+    expect(errors).toEqual([])
+    await context.close()
+  })
+})
