@@ -86,7 +86,8 @@ export async function readKey(db: Db, ref: KeyRef): Promise<KeyRow | undefined> 
 
 /**
  * Inside a write's transaction, not awaited (its failure fails the commit): the write's
- * result becomes the stored answer, or the write fails (CB409) when a retry took the key.
+ * result becomes the key's answer, done with it (`response` undefined: stored as 200 with
+ * no answer yet, see finishKey), or the write fails (CB409) when a retry took the key.
  */
 export function recordWritten(
   tx: Queryable,
@@ -104,27 +105,16 @@ export function recordWritten(
   })
 }
 
-/**
- * The request's answer is out: stores it (`answer`), or keeps the one its write stored
- * when that is the answer sent (`answer` undefined).
- */
+/** Stores the answer the request was sent (a 4xx, or a 200 its write did not store), done. */
 export async function finishKey(
   db: Db,
   ref: KeyRef,
   attempt: string,
-  answer: { status: number; response: string } | undefined,
+  answer: { status: number; response: string },
 ): Promise<void> {
-  const where = 'key_id = $1 and idempotency_key = $2 and attempt = $3'
-  if (!answer) {
-    await db.lane.query(
-      `update agent_idempotency set state = 'done', lease_until = null where ${where}`,
-      [ref.keyId, ref.key, attempt],
-    )
-    return
-  }
   await db.lane.query(
     `update agent_idempotency set state = 'done', lease_until = null, status = $4, response = $5
-      where ${where}`,
+      where key_id = $1 and idempotency_key = $2 and attempt = $3`,
     [ref.keyId, ref.key, attempt, answer.status, answer.response],
   )
 }

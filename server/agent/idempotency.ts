@@ -30,11 +30,13 @@ import {
  * What makes it hold across processes and crashes:
  * - The key is claimed by one statement (insert, on conflict take it only if expired or
  *   abandoned), so of requests racing on any number of processes exactly one runs.
- * - Each write of the action stores its result as the answer inside the write's own
- *   transaction (recordWritten): the write and the answer commit together, and a retry
- *   after a crash between commit and reply is answered from storage, never written again.
- *   The statement checks that the request still owns the key, so a request that lost it
- *   (its lease lapsed) cannot commit either.
+ * - Each write of the action stores its result as the answer, the key done, inside the
+ *   write's own transaction (recordWritten): the write and the answer commit together, and
+ *   a retry after a crash between commit and reply is answered from storage, never written
+ *   again. The statement checks that the request still owns the key, so a request that
+ *   lost it (its lease lapsed) cannot commit either. An action answering something else
+ *   than its write's result (delete_map) stores its answer after the commit. (An action of
+ *   two writes would be replayed its first write's result between them: none has two.)
  * - A running request holds a lease it renews; one that stopped loses the key after
  *   IDEMPOTENCY_LEASE_MS to a retry, unless its write had committed.
  * - A 4xx is the key's answer; a 5xx lets the key go, so a retry runs again.
@@ -150,30 +152,34 @@ function replay(row: KeyRow, key: string): Answer {
 
 /**
  * LiveDocs whose writes also store their result as the key's answer, in their own
- * transaction. Every write of an action goes through `live.write` (the board's through
+ * transaction: `written` issues that statement, and returns what to do once the write has
+ * committed. Every write of an action goes through `live.write` (the board's through
  * ActionContext.writeBoard, maps' directly), so this is the one place to hook; everything
  * else is the real object's own.
  */
 function recordingWrites(
   live: LiveDocs,
-  written: (tx: Queryable, value: unknown) => void,
+  written: (tx: Queryable, value: unknown) => () => void,
 ): LiveDocs {
-  function write<T>(
+  async function write<T>(
     docName: string,
     origin: WriteOrigin,
     fn: (scope: WriteScope) => Promise<T>,
     opens?: readonly string[],
   ): Promise<T> {
-    return live.write(
+    let committed: (() => void) | undefined
+    const value = await live.write(
       docName,
       origin,
       async (scope) => {
-        const value = await fn(scope)
-        written(scope.tx, value)
-        return value
+        const v = await fn(scope)
+        committed = written(scope.tx, v)
+        return v
       },
       opens,
     )
+    committed?.()
+    return value
   }
   return new Proxy(live, {
     get(target, prop) {
@@ -244,13 +250,16 @@ export async function runIdempotent(
     renewLease(db, ref, attempt, clock.now()).catch(() => {})
   }, IDEMPOTENCY_RENEW_MS)
   renewal.unref()
-  /** The answer the last write stored. */
+  /** The answer the last committed write stored, the key done with it. */
   let stored: string | undefined
   const recording: Services = {
     ...services,
     live: recordingWrites(services.live, (tx, value) => {
-      stored = JSON.stringify(value)
-      recordWritten(tx, ref, attempt, stored)
+      const response = JSON.stringify(value)
+      recordWritten(tx, ref, attempt, response)
+      return () => {
+        stored = response
+      }
     }),
   }
   try {
@@ -272,12 +281,14 @@ export async function runIdempotent(
       throw error
     }
     const response = JSON.stringify(result)
-    // When the last write stored this very answer, only the state is left to mark.
-    const answer = response === stored ? undefined : { status: 200, response }
-    // The write committed: if this fails, the answer stored with the write stands.
-    await finishKey(db, ref, attempt, answer).catch((e: unknown) =>
-      log.error('storing an Idempotency-Key answer failed', e),
-    )
+    // Mostly the action answers what its write returned, already stored with it (the
+    // usual case: nothing left to do). Otherwise the answer is stored now; if this fails,
+    // the write's result stands (or, with none, a retry learns the answer was lost).
+    if (response !== stored) {
+      await finishKey(db, ref, attempt, { status: 200, response }).catch((e: unknown) =>
+        log.error('storing an Idempotency-Key answer failed', e),
+      )
+    }
     return { status: 200, body: result, replayed: false }
   } finally {
     clearInterval(renewal)

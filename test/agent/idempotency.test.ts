@@ -352,52 +352,57 @@ describe.each(STORAGES)('Idempotency-Key on POST /api/agent (%s)', (kind) => {
     expect(await titled(agent, 'Faulted')).toHaveLength(1)
   })
 
-  /** Storage refusing to mark keys done: what a process stopped right after a commit leaves. */
-  async function withoutFinishing<T>(fn: () => Promise<T>): Promise<T> {
+  /**
+   * Storage taking nothing of a key but what a write's own transaction stores with it: what
+   * is left when the service stops right after a write's commit.
+   */
+  async function onlyWritesStore<T>(fn: () => Promise<T>): Promise<T> {
     const { db } = server.storage
-    await db.query(`create function refuse_done() returns trigger language plpgsql as $$
-      begin raise exception 'refused by the test'; end $$`)
-    await db.query(`create trigger refuse_done before update on agent_idempotency for each row
-      when (new.state = 'done') execute function refuse_done()`)
+    await db.query(`create function only_writes() returns trigger language plpgsql as $$
+      begin
+        if current_query() like '%idempotency_written%' then return new; end if;
+        raise exception 'refused by the test';
+      end $$`)
+    await db.query(`create trigger only_writes before update on agent_idempotency
+      for each row execute function only_writes()`)
     try {
       return await fn()
     } finally {
-      await db.query('drop trigger refuse_done on agent_idempotency')
-      await db.query('drop function refuse_done')
+      await db.query('drop trigger only_writes on agent_idempotency')
+      await db.query('drop function only_writes')
     }
   }
 
-  test('the answer commits with the write: a request whose process stopped after its commit is answered from storage once its lease lapses, and nothing is written again', async () => {
+  test('the answer commits with the write: with nothing after the commit reaching storage (the service stopping there), a retry is answered from storage and nothing is written again', async () => {
     const { agent, backlog } = await seededOrg(url)
     const key = freshKey()
     const body = { action: 'create_task', params: { columnId: backlog, title: 'Committed' } }
-    const first = await withoutFinishing(() => send(url, agent, body, key))
+    const first = await onlyWritesStore(() => send(url, agent, body, key))
     expect(first.status).toBe(200)
     const row = await rowOf(key)
-    expect(row).toMatchObject({ state: 'running', status: 200 })
+    expect(row).toMatchObject({ state: 'done', status: 200 })
     expect(JSON.parse(row?.response ?? 'null')).toEqual(first.body)
-    // Its lease still runs: as far as anyone can tell, the request is still running.
-    expect((await send(url, agent, body, key)).status).toBe(409)
-    server.clock.advance(IDEMPOTENCY_LEASE_MS + 1000)
     const retried = await send(url, agent, body, key)
     expect(retried.status).toBe(200)
     expect(retried.headers.get('idempotent-replayed')).toBe('true')
     expect(retried.body).toEqual(first.body)
-    expect((await rowOf(key))?.state).toBe('done')
     expect(await titled(agent, 'Committed')).toHaveLength(1)
   })
 
-  test('a write whose result is not its answer (delete_map) and whose process stopped before answering is a 409 saying the answer was lost, never run again', async () => {
+  test('a write whose result is not its answer (delete_map) and whose service stopped before answering holds its key until its lease lapses, then is a 409 saying the answer was lost, never run again', async () => {
     const { agent } = await seededOrg(url)
     const { map } = await agent.ok('create_map', { title: 'Doomed' })
     const key = freshKey()
     const body = { action: 'delete_map', params: { mapId: map.id } }
-    expect((await withoutFinishing(() => send(url, agent, body, key))).status).toBe(200)
+    expect((await onlyWritesStore(() => send(url, agent, body, key))).status).toBe(200)
+    expect(await rowOf(key)).toMatchObject({ state: 'running', status: 200, response: null })
+    expect((await send(url, agent, body, key)).body.error).toMatch(/still running/)
     server.clock.advance(IDEMPOTENCY_LEASE_MS + 1000)
     const retried = await send(url, agent, body, key)
     expect(retried.status).toBe(409)
     expect(retried.body.error).toMatch(/Idempotency-Key/)
     expect(retried.body.error).toMatch(/before its answer was stored/)
+    expect((await rowOf(key))?.state).toBe('done')
   })
 
   test('a request that outlives its lease loses the key to a retry and its own write is not stored: one card however the answers land', async () => {
