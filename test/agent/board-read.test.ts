@@ -16,6 +16,8 @@ import { STORAGES } from '../support/storage.ts'
 const TASK_FIELDS = [
   'archivedAt',
   'assigneeIds',
+  'blocked',
+  'blockedBy',
   'claim',
   'columnId',
   'commentCount',
@@ -40,6 +42,7 @@ const TASK_FIELDS = [
 /** The summary form lists exactly these (plus commentsTruncated when comments are asked for). */
 const SUMMARY_FIELDS = [
   'assigneeIds',
+  'blocked',
   'claimedBy',
   'columnId',
   'commentCount',
@@ -678,8 +681,12 @@ describe.each(STORAGES)('board reading (%s)', (kind) => {
       await make({}, ['dev'], 'human')
       await make({ priority: 'low' }, ['ops'], 'human')
       await make({}, ['ops'], 'agent')
+      const waiting = await make({}, ['ops'], 'human')
+      const blocker = await card(agent, { columnId: ready })
+      await agent.ok('set_task_dependencies', { taskId: waiting, blockedBy: [blocker.id] })
 
       const board = await agent.ok('get_board', {
+        blocked: false,
         projectId: p,
         columnId: backlog,
         tag: 'OPS',

@@ -44,6 +44,13 @@ const CASES: { action: string; param: string; kind: keyof Org; status: number; p
       params: ({ id }) => ({ taskId: id, tags: ['x'] }),
     },
     {
+      action: 'set_task_dependencies',
+      param: 'taskId',
+      kind: 'taskId',
+      status: 404,
+      params: ({ id }) => ({ taskId: id, blockedBy: [] }),
+    },
+    {
       action: 'move_task',
       param: 'taskId',
       kind: 'taskId',

@@ -40,6 +40,8 @@ describe.each(STORAGES)('card writes (%s)', (kind) => {
         priority: null,
         ownPriority: null,
         tags: [],
+        blockedBy: [],
+        blocked: false,
         assigneeIds: [],
         position: expect.any(Number),
         createdAt: expect.stringMatching(ISO),
