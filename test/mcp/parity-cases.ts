@@ -172,6 +172,9 @@ export const parityCases: Record<string, ParityCase> = {
   move_task: {
     setup: async (f) => ({ taskId: await f.task(), columnId: await f.column() }),
   },
+  set_task_dependencies: {
+    setup: async (f) => ({ taskId: await f.task(), blockedBy: [await f.task()] }),
+  },
   add_comment: {
     setup: async (f) => ({ taskId: await f.task(), body: 'Done, see the diff', agentName: 'Ada' }),
   },
@@ -206,6 +209,14 @@ export const parityCases: Record<string, ParityCase> = {
       generation: 2,
       note: 'Taking this one',
     }),
+  },
+  claim_next: {
+    // A column of its own per call: each takes the card of its own twin state.
+    setup: async (f) => {
+      const columnId = await f.column()
+      await f.task(columnId)
+      return { columnId, agentName: 'Ada', note: 'The next one' }
+    },
   },
   heartbeat_task: {
     setup: async (f) => ({ taskId: await f.claimedTask(), note: 'Still on it' }),
