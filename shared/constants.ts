@@ -46,3 +46,12 @@ export const LIMITS = {
 
 /** Gap left between appended positions, so a card can be dropped between two without renumbering. */
 export const POSITION_STEP = 1024
+
+/** The events a webhook can subscribe to: the specification's, and card.unblocked. */
+export const WEBHOOK_EVENT_TYPES = [
+  'card.created',
+  'card.moved',
+  'comment.added',
+  'card.unblocked',
+] as const
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number]

@@ -1,14 +1,8 @@
 import { z } from 'zod'
+import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../constants.ts'
 import type { Comment, Task } from '../records.ts'
 
-/** The events a webhook can subscribe to, as the specification names them. */
-export const WEBHOOK_EVENT_TYPES = [
-  'card.created',
-  'card.moved',
-  'comment.added',
-  'card.unblocked',
-] as const
-export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number]
+export { WEBHOOK_EVENT_TYPES, type WebhookEventType }
 
 /** Webhooks an organisation may register (each write fans out to every one). */
 export const MAX_WEBHOOKS_PER_ORG = 20

@@ -1,9 +1,41 @@
 import { describe, expect, test } from 'vitest'
+import { WEBHOOK_EVENT_TYPES } from '../../shared/constants.ts'
 import { Receiver, register, verifiesWith } from '../webhooks/support.ts'
 import { serverAndBrowser, signedInContext, watchErrors } from './support.ts'
 
 describe('webhook settings: rotating the secret and a test ping, in real Chromium', () => {
   const running = serverAndBrowser('pglite', { webhookAllowPrivate: true })
+
+  test('the registration form offers every event there is, card.unblocked included, and registers the ones ticked', async () => {
+    const receiver = await Receiver.start()
+    try {
+      const { context, page, person, orgId } = await signedInContext(
+        running.browser,
+        running.server.url,
+      )
+      const errors = watchErrors(page)
+      await page.goto(`/o/${orgId}/settings/webhooks`)
+      const events = page.getByRole('group', { name: 'Events' }).getByRole('checkbox')
+      await expect
+        .poll(() => events.evaluateAll((boxes) => boxes.map((b) => (b as HTMLInputElement).value)))
+        .toEqual([...WEBHOOK_EVENT_TYPES])
+      await page.getByLabel('Receiving URL').fill(`${receiver.url}/hook`)
+      for (const type of WEBHOOK_EVENT_TYPES) {
+        if (type !== 'card.unblocked') await page.locator(`input[value="${type}"]`).uncheck()
+      }
+      await page.getByRole('button', { name: 'Register webhook' }).click()
+      await expect
+        .poll(async () => {
+          const { body } = await person.request('GET', `/api/app/orgs/${orgId}/webhooks`)
+          return body.webhooks.map((w: { events: string[] }) => w.events)
+        })
+        .toEqual([['card.unblocked']])
+      expect(errors).toEqual([])
+      await context.close()
+    } finally {
+      await receiver.close()
+    }
+  })
 
   test('"Rotate secret" shows the new secret once with when the old one stops; "Send test ping" shows the outcome (status, duration, error) and the ping joins the delivery log', async () => {
     const receiver = await Receiver.start((r) => (r.path === '/broken' ? 500 : 200))

@@ -1,4 +1,5 @@
 import { type FormEvent, useCallback, useEffect, useState } from 'react'
+import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../../../shared/constants.ts'
 import { appApi, type PingOutcome, type Webhook } from '../api/app-api.ts'
 import { describeError } from '../api/http.ts'
 import { RefreshIcon } from '../ui/icons.tsx'
@@ -9,11 +10,14 @@ import { useWorkspace } from '../workspace.tsx'
 import { ShownOnce, useAdminList, useSubmit } from './admin-parts.tsx'
 import { formatDate, NeedsAdmin } from './settings-page.tsx'
 
-const EVENTS = [
-  { id: 'card.created', text: 'A card was created (by anyone or anything)' },
-  { id: 'card.moved', text: 'A card changed column' },
-  { id: 'comment.added', text: 'A comment was added (says whether a person wrote it)' },
-] as const
+/** What each event means, for every event there is (a new one fails the typecheck here). */
+const EVENT_TEXT: Record<WebhookEventType, string> = {
+  'card.created': 'A card was created (by anyone or anything)',
+  'card.moved': 'A card changed column',
+  'comment.added': 'A comment was added (says whether a person wrote it)',
+  'card.unblocked': 'The last open card a card waited for closed: it can be worked on',
+}
+const EVENTS = WEBHOOK_EVENT_TYPES.map((id) => ({ id, text: EVENT_TEXT[id] }))
 
 const STATUS_TEXT: Record<string, string> = {
   pending: 'Pending',
