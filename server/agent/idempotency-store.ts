@@ -1,11 +1,13 @@
-import type { Db, Queryable } from '../../persistence/db.ts'
+import type { Db } from '../../persistence/db.ts'
 import type { Logger } from '../http/json.ts'
 import type { Clock } from './context.ts'
 
 /**
  * The rows behind `Idempotency-Key` (persistence/migrations/013_idempotency.sql): one per
  * API key and Idempotency-Key, claimed atomically by one request at a time across every
- * process, swept once expired. The protocol around them is idempotency.ts.
+ * process, swept once expired. A write marks its key done with its answer in its own record
+ * statement (record_writes, 015_idempotent_record_writes.sql). The protocol around them is
+ * idempotency.ts.
  */
 
 /** How long a key is remembered after its first request. */
@@ -82,27 +84,6 @@ export async function readKey(db: Db, ref: KeyRef): Promise<KeyRow | undefined> 
     [ref.keyId, ref.key],
   )
   return row
-}
-
-/**
- * Inside a write's transaction, not awaited (its failure fails the commit): the write's
- * result becomes the key's answer, done with it (`response` undefined: stored as 200 with
- * no answer yet, see finishKey), or the write fails (CB409) when a retry took the key.
- */
-export function recordWritten(
-  tx: Queryable,
-  ref: KeyRef,
-  attempt: string,
-  response: string | undefined,
-): void {
-  tx.query('select idempotency_written($1, $2, $3, $4)', [
-    ref.keyId,
-    ref.key,
-    attempt,
-    response ?? null,
-  ]).catch(() => {
-    // Surfaces from the transaction's commit, which waits for every statement it issued.
-  })
 }
 
 /** Stores the answer the request was sent (a 4xx, or a 200 its write did not store), done. */

@@ -1,5 +1,4 @@
 import { createHash, randomUUID } from 'node:crypto'
-import type { Queryable } from '../../persistence/db.ts'
 import type { ActionName } from '../../shared/actions.ts'
 import { ApiError } from '../api-error.ts'
 import { errorBody, type Logger } from '../http/json.ts'
@@ -14,7 +13,6 @@ import {
   type KeyRef,
   type KeyRow,
   readKey,
-  recordWritten,
   releaseKey,
   renewLease,
   settleAbandoned,
@@ -30,11 +28,12 @@ import {
  * What makes it hold across processes and crashes:
  * - The key is claimed by one statement (insert, on conflict take it only if expired or
  *   abandoned), so of requests racing on any number of processes exactly one runs.
- * - Each write of the action stores its result as the answer, the key done, inside the
- *   write's own transaction (recordWritten): the write and the answer commit together, and
- *   a retry after a crash between commit and reply is answered from storage, never written
- *   again. The statement checks that the request still owns the key, so a request that
- *   lost it (its lease lapsed) cannot commit either. An action answering something else
+ * - Each write of the action stores its result as the answer, the key done, with the write
+ *   itself (WriteScope.idempotent: the write's record statement marks the key, so a keyed
+ *   write still joins group commit): the write and the answer commit together, and a retry
+ *   after a crash between commit and reply is answered from storage, never written again.
+ *   The statement checks that the request still owns the key, so a request that lost it
+ *   (its lease lapsed) cannot commit either. An action answering something else
  *   than its write's result (delete_map) stores its answer after the commit. (An action of
  *   two writes would be replayed its first write's result between them: none has two.)
  * - A running request holds a lease it renews; one that stopped loses the key after
@@ -151,15 +150,15 @@ function replay(row: KeyRow, key: string): Answer {
 }
 
 /**
- * LiveDocs whose writes also store their result as the key's answer, in their own
- * transaction: `written` issues that statement, and returns what to do once the write has
+ * LiveDocs whose writes also store their result as the key's answer, with the write:
+ * `written` marks the write's scope with it, and returns what to do once the write has
  * committed. Every write of an action goes through `live.write` (the board's through
  * ActionContext.writeBoard, maps' directly), so this is the one place to hook; everything
  * else is the real object's own.
  */
 function recordingWrites(
   live: LiveDocs,
-  written: (tx: Queryable, value: unknown) => () => void,
+  written: (scope: WriteScope, value: unknown) => () => void,
 ): LiveDocs {
   async function write<T>(
     docName: string,
@@ -173,7 +172,7 @@ function recordingWrites(
       origin,
       async (scope) => {
         const v = await fn(scope)
-        committed = written(scope.tx, v)
+        committed = written(scope, v)
         return v
       },
       opens,
@@ -190,7 +189,11 @@ function recordingWrites(
   })
 }
 
-/** The Postgres error of idempotency_written when the key was taken over (013_idempotency.sql). */
+/**
+ * A write refused because a retry took the key over: record_writes raising CB409 (a write
+ * committing alone), or the lane's IdempotencyTakenOver, which carries the same code (a
+ * write refused in a batch).
+ */
 const isTakenOver = (error: unknown) => (error as { code?: unknown } | null)?.code === 'CB409'
 
 /**
@@ -254,9 +257,10 @@ export async function runIdempotent(
   let stored: string | undefined
   const recording: Services = {
     ...services,
-    live: recordingWrites(services.live, (tx, value) => {
-      const response = JSON.stringify(value)
-      recordWritten(tx, ref, attempt, response)
+    live: recordingWrites(services.live, (scope, value) => {
+      // undefined for a write of no result: stored as 200 with no answer yet (see finishKey).
+      const response: string | undefined = JSON.stringify(value)
+      scope.idempotent({ keyId: ref.keyId, key: ref.key, attempt, response: response ?? null })
       return () => {
         stored = response
       }

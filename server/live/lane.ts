@@ -19,6 +19,8 @@ import type {
 import { PeoplePending, type TakenPeople } from './people-pending.ts'
 import { type DocEntry, type DocRegistry, gone } from './registry.ts'
 import {
+  IdempotencyTakenOver,
+  type IdempotentWrite,
   type Recorded,
   type RowOp,
   recordsNothing,
@@ -53,6 +55,14 @@ export interface WriteScope {
   mutateDoc<T>(doc: Y.Doc, fn: (doc: Y.Doc) => T): T
   /** Runs once the transaction committed and the documents show the change. */
   afterCommit(fn: () => void): void
+  /**
+   * Marks an Idempotency-Key done with this write's answer as the write is stored, in its
+   * record statement: the answer commits with the write, and the write still joins group
+   * commit. If a retry took the key over meanwhile, the write is refused
+   * (IdempotencyTakenOver) and nothing of it is stored. The answer is usually the write's
+   * result, so this may be called as the callback returns; a later call replaces an earlier.
+   */
+  idempotent(entry: IdempotentWrite): void
 }
 
 export interface LaneServices {
@@ -74,16 +84,18 @@ interface Batch {
   members: { marker: ServerTransactionOrigin; index: number }[]
   /** The opener's record statement, issued once the earlier writes committed. */
   recorded: Promise<Recorded> | undefined
-  /** How many records were stored, once the opener's transaction committed. */
-  stored: Promise<number>
-  settle(stored: number): void
+  /** Once the opener's transaction committed: how many records were stored, why not the next. */
+  stored: Promise<Stored>
+  settle(stored: Stored): void
   fail(error: unknown): void
 }
 
+type Stored = Pick<Recorded, 'stored' | 'refused'>
+
 function newBatch(): Batch {
-  let settle!: (stored: number) => void
+  let settle!: (stored: Stored) => void
   let fail!: (error: unknown) => void
-  const stored = new Promise<number>((resolve, reject) => {
+  const stored = new Promise<Stored>((resolve, reject) => {
     settle = resolve
     fail = reject
   })
@@ -209,6 +221,7 @@ export class OrgLane {
     const events: DomainEvent[] = []
     const ops: RowOp[] = []
     const after: (() => void)[] = []
+    let idempotency: IdempotentWrite | undefined
     const docs = new Set<string>()
     await this.gate.write()
     let computing = true
@@ -303,6 +316,9 @@ export class OrgLane {
           afterCommit: (f) => {
             after.push(f)
           },
+          idempotent: (entry) => {
+            idempotency = entry
+          },
         }
         const value = await insideWrite.run(this, () => fn(scope))
         const sink = this.services.eventSink()
@@ -310,6 +326,7 @@ export class OrgLane {
         const record: WriteRecord = {
           updates: mergedByDoc(heldUpdates(marker)),
           keyId: origin.type === 'agent' ? origin.keyId : undefined,
+          idempotency,
           changes,
           ops,
           events: staged,
@@ -327,7 +344,8 @@ export class OrgLane {
           await earlierCommitted()
           if (storeEvents) await sink.store(tx, origin, events)
           // Not awaited: it leaves in one write with the COMMIT, and a failure (CB401 for
-          // a revoked key) surfaces from the commit (TrackedTx.settle).
+          // a revoked key, CB409 for a taken-over Idempotency-Key) surfaces from the commit
+          // (TrackedTx.settle).
           void recordWrites(last(tx), { orgId: this.orgId, allOrNothing: true }, records)
             .then((r) => this.services.eventSink()?.stored(r.deliveryIds))
             .catch(() => {})
@@ -375,12 +393,13 @@ export class OrgLane {
           for (const r of batch.records.slice(0, recorded.stored))
             for (const u of r.updates) this.services.compaction.appended(u.doc)
           for (const m of batch.members) if (m.index < recorded.stored) release(m.marker)
-          batch.settle(recorded.stored)
+          batch.settle(recorded)
           this.services.eventSink()?.stored(recorded.deliveryIds)
         }
-        const stored = await batch.stored
+        const { stored, refused } = await batch.stored
         settlePeople(peopleAt < stored)
-        if (index === stored) throw invalidKeyError()
+        if (index === stored)
+          throw refused === 'idempotency' ? new IdempotencyTakenOver() : invalidKeyError()
         if (index > stored) {
           throw new Error(`an earlier write of ${this.orgId} was refused; this one was built on it`)
         }

@@ -31,12 +31,32 @@ export interface ArchivedRow {
   [field: string]: unknown
 }
 
+/**
+ * An Idempotency-Key a write marks done with its answer as it is stored (see
+ * server/agent/idempotency.ts): the answer commits with the write or not at all.
+ */
+export interface IdempotentWrite {
+  /** The API key the Idempotency-Key belongs to. */
+  keyId: string
+  /** The Idempotency-Key as sent (unquoted). */
+  key: string
+  /** The request holding the key; if a retry took the key over, the write is refused. */
+  attempt: string
+  /**
+   * The answer to replay (the write's result as JSON), or null when the request gives
+   * another answer and stores it itself: the key then stays running with status 200.
+   */
+  response: string | null
+}
+
 /** What one live write records besides its callback's own statements. */
 export interface WriteRecord {
   /** The write's update bytes, per document it changed. */
   updates: readonly { doc: string; update: Uint8Array }[]
   /** The agent key the write is made with: held FOR SHARE until the commit. */
   keyId: string | undefined
+  /** The Idempotency-Key the write is made under, marked done with it. */
+  idempotency?: IdempotentWrite | undefined
   changes: readonly { kind: ChangeKind; entityId: string }[]
   ops: readonly RowOp[]
   events: StagedEvents | undefined
@@ -48,29 +68,57 @@ export function recordsNothing(r: WriteRecord): boolean {
     r.updates.length === 0 &&
     r.changes.length === 0 &&
     r.ops.length === 0 &&
-    (r.events?.rows.length ?? 0) === 0
+    (r.events?.rows.length ?? 0) === 0 &&
+    r.idempotency === undefined
   )
 }
 
-const RECORD = `select stored, delivery_id from record_writes(
-  $1::uuid, $2::boolean, $3::uuid[], $4::integer[], $5::text[], $6::text[], $7::integer[],
-  $8::text[], $9::uuid[], $10::text, $11::integer[], $12::uuid[], $13::text[], $14::text[],
-  $15::timestamptz[])`
+const RECORD = `select stored, refused, delivery_id from record_writes(
+  $1::uuid, $2::boolean, $3::uuid[], $4::uuid[], $5::text[], $6::uuid[], $7::text[],
+  $8::integer[], $9::text[], $10::text[], $11::integer[], $12::text[], $13::uuid[], $14::text,
+  $15::integer[], $16::uuid[], $17::text[], $18::text[], $19::timestamptz[])`
+
+/**
+ * Why record_writes refused a record: its agent key is revoked, or a retry took its
+ * Idempotency-Key over.
+ */
+export type Refusal = 'key' | 'idempotency'
 
 export interface Recorded {
-  /** How many of the records were stored: all but those from the first revoked key on. */
+  /** How many of the records were stored: all but those from the first refused one on. */
   stored: number
+  /** Why the record at index `stored` was refused; undefined when all were stored. */
+  refused: Refusal | undefined
   /** The webhook deliveries queued. */
   deliveryIds: string[]
+}
+
+/**
+ * A write refused because a retry took its Idempotency-Key over while it ran: nothing of it
+ * was stored. Its code is the errcode record_writes raises for the same refusal when the
+ * write commits alone (all or nothing), so both read alike.
+ */
+export class IdempotencyTakenOver extends Error {
+  readonly code = 'CB409'
+  constructor() {
+    super('Idempotency-Key taken over by a retry')
+  }
+}
+
+function refusal(value: unknown): Refusal | undefined {
+  if (value === null || value === undefined) return undefined
+  if (value === 'key' || value === 'idempotency') return value
+  throw new Error(`record_writes gave an unknown refusal: ${String(value)}`)
 }
 
 const base64 = (u: Uint8Array) => Buffer.from(u.buffer, u.byteOffset, u.length).toString('base64')
 
 /**
  * Stores the records of writes to one organisation's documents, in order, in one
- * statement (persistence/migrations/009_history.sql). Records are stored up to the first
- * whose agent key is revoked; with `allOrNothing` that raises instead (CB401, see
- * revokedKeyError), failing the transaction. On its own, outside a transaction, the
+ * statement (persistence/migrations/015_idempotent_record_writes.sql). Records are stored
+ * up to the first refused: its agent key revoked, or its Idempotency-Key taken over. With
+ * `allOrNothing` that raises instead (CB401, see revokedKeyError; CB409, see
+ * IdempotencyTakenOver), failing the transaction. On its own, outside a transaction, the
  * statement is the writes' whole transaction.
  */
 export async function recordWrites(
@@ -79,6 +127,12 @@ export async function recordWrites(
   records: readonly WriteRecord[],
 ): Promise<Recorded> {
   const keys: (string | null)[] = []
+  const idem: {
+    keyIds: (string | null)[]
+    keys: (string | null)[]
+    attempts: (string | null)[]
+    responses: (string | null)[]
+  } = { keyIds: [], keys: [], attempts: [], responses: [] }
   const updates: { writes: number[]; docs: string[]; data: string[] } = {
     writes: [],
     docs: [],
@@ -100,6 +154,10 @@ export async function recordWrites(
   for (const [i, r] of records.entries()) {
     const w = i + 1
     keys.push(r.keyId ?? null)
+    idem.keyIds.push(r.idempotency?.keyId ?? null)
+    idem.keys.push(r.idempotency?.key ?? null)
+    idem.attempts.push(r.idempotency?.attempt ?? null)
+    idem.responses.push(r.idempotency?.response ?? null)
     for (const u of r.updates) {
       updates.writes.push(w)
       updates.docs.push(u.doc)
@@ -121,10 +179,18 @@ export async function recordWrites(
       events.times.push(at as string)
     }
   }
-  const rows = await q.query<{ stored: number; delivery_id: string | null }>(RECORD, [
+  const rows = await q.query<{
+    stored: number
+    refused: string | null
+    delivery_id: string | null
+  }>(RECORD, [
     target.orgId,
     target.allOrNothing,
     keys,
+    idem.keyIds,
+    idem.keys,
+    idem.attempts,
+    idem.responses,
     updates.writes,
     updates.docs,
     updates.data,
@@ -140,6 +206,7 @@ export async function recordWrites(
   ])
   return {
     stored: rows[0]?.stored ?? 0,
+    refused: refusal(rows[0]?.refused),
     deliveryIds: rows.flatMap((r) => (r.delivery_id ? [r.delivery_id] : [])),
   }
 }

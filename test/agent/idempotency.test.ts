@@ -4,9 +4,9 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { IDEMPOTENCY_LEASE_MS, sweepIdempotencyKeys } from '../../server/agent/idempotency-store.ts'
 import type { App } from '../../server/app.ts'
 import { createAgentClient } from '../../shared/agent-client.ts'
-import { boardDocName } from '../../shared/board-doc.ts'
+import { boardDocName, boardMaps } from '../../shared/board-doc.ts'
 import { type ClockServer, startClockServer } from '../claims/harness.ts'
-import { Agent, eventuallyAsync, type Reply } from '../support/client.ts'
+import { Agent, eventually, eventuallyAsync, type Reply } from '../support/client.ts'
 import { seededOrg } from '../support/fixtures.ts'
 import { STORAGES } from '../support/storage.ts'
 
@@ -360,7 +360,7 @@ describe.each(STORAGES)('Idempotency-Key on POST /api/agent (%s)', (kind) => {
     const { db } = server.storage
     await db.query(`create function only_writes() returns trigger language plpgsql as $$
       begin
-        if current_query() like '%idempotency_written%' then return new; end if;
+        if current_query() like '%record_writes(%' then return new; end if;
         raise exception 'refused by the test';
       end $$`)
     await db.query(`create trigger only_writes before update on agent_idempotency
@@ -428,6 +428,75 @@ describe.each(STORAGES)('Idempotency-Key on POST /api/agent (%s)', (kind) => {
     if (retried.status === 200) expect(settled.body).toEqual(retried.body)
     expect(await titled(agent, 'Overtaken')).toHaveLength(1)
   })
+
+  test.skipIf(kind !== 'postgres')(
+    'keyed writes join group commit: those computed while an earlier one commits store themselves and their answers in one transaction, and each key replays its own answer',
+    async () => {
+      const { agent, orgId, backlog } = await seededOrg(url)
+      const { db } = server.storage
+      const bodies = Array.from({ length: 10 }, (_, i) => ({
+        action: 'create_task',
+        params: { columnId: backlog, title: `Grouped ${i}` },
+      }))
+      const keys = bodies.map(() => freshKey())
+      // The organisation's API keys held against FOR SHARE, which each write's record
+      // statement takes, but not against the claims' foreign-key checks (FOR KEY SHARE): the
+      // first write's commit waits, and the writes computed meanwhile gather behind it.
+      let release!: () => void
+      const released = new Promise<void>((resolve) => {
+        release = resolve
+      })
+      let locked!: () => void
+      const isLocked = new Promise<void>((resolve) => {
+        locked = resolve
+      })
+      const holding = db.transaction(async (tx) => {
+        await tx.query('select 1 from api_keys where org_id = $1 for no key update', [orgId])
+        locked()
+        await released
+      })
+      await isLocked
+      const sent = bodies.map((body, i) => send(url, agent, body, keys[i]))
+      try {
+        // Every write computed: each sits in the live board, not committed, shown to nobody.
+        await eventually(() => {
+          const doc = server.app.live.hocuspocus.documents.get(boardDocName(orgId))
+          if (!doc) return undefined
+          const titles = [...boardMaps(doc).tasks.values()].map((t) => t.get('title'))
+          return bodies.every((b) => titles.includes(b.params.title)) || undefined
+        })
+      } finally {
+        release()
+        await holding
+      }
+      const answers = await Promise.all(sent)
+      for (const a of answers) expect(a.status, JSON.stringify(a.body)).toBe(200)
+
+      // Rows of one transaction share its xmin: the first write committed on its own (with
+      // any computed before its statement left), all the others in one more.
+      const rows = await db.query<{ tx: string; state: string }>(
+        'select xmin::text as tx, state from agent_idempotency where idempotency_key = any($1)',
+        [keys],
+      )
+      expect(rows.map((r) => r.state)).toEqual(keys.map(() => 'done'))
+      const transactions = new Set(rows.map((r) => r.tx))
+      expect(transactions.size).toBeLessThan(keys.length)
+      expect(transactions.size).toBeLessThanOrEqual(2)
+
+      for (const [i, body] of bodies.entries()) {
+        const again = await send(url, agent, body, keys[i])
+        expect(again.status).toBe(200)
+        expect(again.headers.get('idempotent-replayed')).toBe('true')
+        expect(again.body).toEqual(answers[i]?.body)
+        expect(again.body.task.title).toBe(body.params.title)
+      }
+      const board = await agent.ok('get_board')
+      for (const body of bodies)
+        expect(
+          board.tasks.filter((t: { title: string }) => t.title === body.params.title),
+        ).toHaveLength(1)
+    },
+  )
 
   test('the typed client sends a write again after its connection dropped with the request delivered: the same key, stored once, the first answer returned', async () => {
     const { agent, backlog } = await seededOrg(url)

@@ -111,36 +111,51 @@ async function storageRun(kind: StorageKind, log: (l: string) => void, bare: Sta
     // Throughput: 8 concurrent clients (two keys each, one organisation) creating 2,000 cards,
     // through a light keep-alive client so the generator takes less of the shared CPU. Three
     // rounds, each with fresh keys (the limits stay in force); the median round is the
-    // figure, as the host's load varies from second to second.
-    const rounds: number[] = []
-    for (let round = 0; round < 3; round++) {
-      const clients = await Promise.all(
-        Array.from({ length: 8 }, async () => [
-          lightAgent(server.url, await owner.createKey(), 1),
-          lightAgent(server.url, await owner.createKey(), 1),
-        ]),
-      )
-      const total = 2000
-      let next = 0
-      const t0 = performance.now()
-      await Promise.all(
-        clients.map(async (pair) => {
-          let turn = 0
-          while (next < total) {
-            next++
-            await pair[turn++ % 2]?.ok('create_task', { columnId: b, title: 'throughput' })
-          }
-        }),
-      )
-      rounds.push((total / (performance.now() - t0)) * 1000)
-      for (const pair of clients) for (const c of pair) c.close()
+    // figure, as the host's load varies from second to second. Then the same with an
+    // Idempotency-Key on every call, as the typed client sends one, in the same run.
+    const createThroughput = async (keyed: boolean) => {
+      const rounds: number[] = []
+      for (let round = 0; round < 3; round++) {
+        const clients = await Promise.all(
+          Array.from({ length: 8 }, async () => [
+            lightAgent(server.url, await owner.createKey(), 1, keyed),
+            lightAgent(server.url, await owner.createKey(), 1, keyed),
+          ]),
+        )
+        const total = 2000
+        let next = 0
+        const t0 = performance.now()
+        await Promise.all(
+          clients.map(async (pair) => {
+            let turn = 0
+            while (next < total) {
+              next++
+              await pair[turn++ % 2]?.ok('create_task', { columnId: b, title: 'throughput' })
+            }
+          }),
+        )
+        rounds.push((total / (performance.now() - t0)) * 1000)
+        for (const pair of clients) for (const c of pair) c.close()
+      }
+      return rounds
     }
+    const median = (rounds: readonly number[]) =>
+      [...rounds].sort((x, y) => x - y)[Math.floor(rounds.length / 2)] ?? Number.NaN
+    const unkeyed = await createThroughput(false)
     log(
       throughput(
         'create_task throughput, 8 concurrent clients, one board',
-        rounds,
+        unkeyed,
         'three rounds of 2,000',
       ),
+    )
+    const keyed = await createThroughput(true)
+    log(
+      `${throughput(
+        'create_task throughput, 8 clients with Idempotency-Key',
+        keyed,
+        'three rounds of 2,000',
+      )}   ${(median(keyed) / median(unkeyed)).toFixed(2)}× unkeyed`,
     )
 
     // Agent write → provider: from sending the request to the provider's document holding it.

@@ -1,11 +1,13 @@
+import { randomUUID } from 'node:crypto'
 import { Agent as HttpAgent, request } from 'node:http'
 
 /**
  * A load generator lighter than fetch: node:http over a keep-alive pool. On a two-core
  * machine the generator shares the CPU with the server and Postgres, so its own cost per
  * request (fetch's is several times this) would otherwise be measured as the service's.
+ * `keyed`: each call carries a fresh Idempotency-Key, as the typed client's writes do.
  */
-export function lightAgent(baseUrl: string, key: string, sockets = 8) {
+export function lightAgent(baseUrl: string, key: string, sockets = 8, keyed = false) {
   const url = new URL('/api/agent', baseUrl)
   const agent = new HttpAgent({ keepAlive: true, maxSockets: sockets })
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' }
@@ -20,7 +22,11 @@ export function lightAgent(baseUrl: string, key: string, sockets = 8) {
             path: url.pathname,
             method: 'POST',
             agent,
-            headers: { ...headers, 'content-length': Buffer.byteLength(body) },
+            headers: {
+              ...headers,
+              ...(keyed ? { 'idempotency-key': randomUUID() } : {}),
+              'content-length': Buffer.byteLength(body),
+            },
           },
           (res) => {
             const chunks: Buffer[] = []

@@ -131,6 +131,127 @@ describe.each(STORAGES)('record_writes stores writes in order up to a revoked ke
       ]),
     ).toEqual([])
   })
+
+  /** An Idempotency-Key row held by `attempt`, running, as a request's claim leaves it. */
+  const claimed = async (keyId: string, key: string, attempt: string) => {
+    const soon = new Date(Date.now() + 60_000).toISOString()
+    await server.storage.db.query(
+      `insert into agent_idempotency
+         (key_id, idempotency_key, fingerprint, attempt, state, lease_until, expires_at)
+       values ($1, $2, 'f', $3, 'running', $4, $4)`,
+      [keyId, key, attempt, soon],
+    )
+  }
+  const keyRow = async (key: string) =>
+    (
+      await server.storage.db.query<{ state: string; status: number | null; response: string }>(
+        'select state, status, response from agent_idempotency where idempotency_key = $1',
+        [key],
+      )
+    )[0]
+
+  test('keyed records mark their Idempotency-Key done with their answer; the first whose key a retry took over is refused like a revoked key, it and every later one not stored', async () => {
+    const { id } = await keyWithId(owner, 'keyed')
+    const docName = `${owner.orgId}/board-keyed-${kind}`
+    const tasks = ids()
+    const keys = tasks.map((t) => `contract-${t}`)
+    const attempts = ids()
+    for (const [i, key] of keys.entries()) await claimed(id, key, attempts[i] as string)
+    const keyed = (
+      i: number,
+      response: string | null,
+      attempt = attempts[i] as string,
+    ): WriteRecord => ({
+      ...record(id, tasks[i] as string, undefined, docName),
+      idempotency: { keyId: id, key: keys[i] as string, attempt, response },
+    })
+    const recorded = await recordWrites(
+      server.storage.db,
+      { orgId: owner.orgId, allOrNothing: false },
+      [
+        keyed(0, '{"n":0}'),
+        // An answer the request stores itself: status 200, the key still running.
+        keyed(1, null),
+        // Its attempt no longer holds the key: a retry took it over.
+        keyed(2, '{"n":2}', crypto.randomUUID()),
+        keyed(3, '{"n":3}'),
+      ],
+    )
+    expect(recorded).toMatchObject({ stored: 2, refused: 'idempotency' })
+    expect(await keyRow(keys[0] as string)).toEqual({
+      state: 'done',
+      status: 200,
+      response: '{"n":0}',
+    })
+    expect(await keyRow(keys[1] as string)).toEqual({
+      state: 'running',
+      status: 200,
+      response: null,
+    })
+    for (const key of keys.slice(2))
+      expect(await keyRow(key)).toEqual({ state: 'running', status: null, response: null })
+    const changed = await server.storage.db.query<{ entity_id: string }>(
+      'select entity_id from changes where entity_id = any($1::uuid[]) order by id',
+      [tasks],
+    )
+    expect(changed.map((r) => r.entity_id)).toEqual(tasks.slice(0, 2))
+
+    // A revoked key is still told apart: the refusal names its cause.
+    const bad = await keyWithId(owner, 'revoked while keyed')
+    await revoke(owner, bad.id)
+    const revokedFirst = await recordWrites(
+      server.storage.db,
+      { orgId: owner.orgId, allOrNothing: false },
+      [record(bad.id, crypto.randomUUID(), undefined, docName)],
+    )
+    expect(revokedFirst).toMatchObject({ stored: 0, refused: 'key' })
+    const all = await recordWrites(server.storage.db, { orgId: owner.orgId, allOrNothing: false }, [
+      record(id, crypto.randomUUID(), undefined, docName),
+    ])
+    expect(all).toMatchObject({ stored: 1, refused: undefined })
+  })
+
+  test('all or nothing: a taken-over Idempotency-Key raises CB409 and its transaction stores nothing, the earlier keys’ answers included', async () => {
+    const { id } = await keyWithId(owner, 'keyed strict')
+    const docName = `${owner.orgId}/board-keyed-strict-${kind}`
+    const tasks = ids()
+    const keys = tasks.map((t) => `strict-${t}`)
+    const attempts = ids()
+    for (const [i, key] of keys.slice(0, 2).entries()) await claimed(id, key, attempts[i] as string)
+    const attempt = server.storage.db.transaction((tx) =>
+      recordWrites(tx, { orgId: owner.orgId, allOrNothing: true }, [
+        {
+          ...record(id, tasks[0] as string, undefined, docName),
+          idempotency: {
+            keyId: id,
+            key: keys[0] as string,
+            attempt: attempts[0] as string,
+            response: '{}',
+          },
+        },
+        {
+          ...record(id, tasks[1] as string, undefined, docName),
+          idempotency: {
+            keyId: id,
+            key: keys[1] as string,
+            attempt: crypto.randomUUID(),
+            response: '{}',
+          },
+        },
+      ]),
+    )
+    await expect(attempt).rejects.toMatchObject({ code: 'CB409' })
+    expect(await keyRow(keys[0] as string)).toEqual({
+      state: 'running',
+      status: null,
+      response: null,
+    })
+    expect(
+      await server.storage.db.query('select id from changes where entity_id = any($1::uuid[])', [
+        tasks,
+      ]),
+    ).toEqual([])
+  })
 })
 
 /**
