@@ -123,7 +123,16 @@ export function openPostgres(url: string, max: number, limits: PostgresLimits): 
     ...(singleHost(url) ? { socket: coalescingSocket } : {}),
   }
   const sql = postgres(url, { ...options, max })
-  const lane = postgres(url, { ...options, max: LANE_CONNECTIONS })
+  // The lane's statements (admitting a request, claiming its Idempotency-Key) commit without
+  // waiting for the WAL to reach disk: each is a transaction of its own, and waiting would
+  // cost every request a flush that group commit spares its write. A crash of the database
+  // loses at most the last instants of them (a rate charge, a key claimed by a request that
+  // had not written yet), never a write: a write's own commit flushes the WAL up to itself.
+  const lane = postgres(url, {
+    ...options,
+    max: LANE_CONNECTIONS,
+    connection: { ...options.connection, synchronous_commit: 'off' },
+  })
   return {
     kind: 'postgres',
     availability,

@@ -47,6 +47,16 @@ describe.each(STORAGES)('storage contract (%s)', (kind) => {
     )
   })
 
+  test.runIf(kind === 'postgres')(
+    "the lane's statements commit without waiting for the WAL flush; the pool's (writes) wait for it",
+    async () => {
+      const [lane] = await db.lane.query<{ synchronous_commit: string }>('show synchronous_commit')
+      const [pool] = await db.query<{ synchronous_commit: string }>('show synchronous_commit')
+      expect(lane?.synchronous_commit).toBe('off')
+      expect(pool?.synchronous_commit).toBe('on')
+    },
+  )
+
   test("a transaction's final statement commits with the ones before it, or alone, and nothing may follow it", async () => {
     await db.query('create table final_check (n int check (n > 0))')
     await db.transaction(async (tx) => {
