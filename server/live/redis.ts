@@ -5,14 +5,33 @@ import * as decoding from 'lib0/decoding'
 /** Hocuspocus message types (types.ts in @hocuspocus/server) that carry document content. */
 const SYNC = 0
 const SYNC_REPLY = 4
+/** y-protocols' sync step that asks for what the sender lacks, giving its state vector. */
+const SYNC_STEP_1 = 0
 
 type Gate = (documentName: string) => Promise<() => void>
+
+/** A message from Redis, waiting its turn on its document. */
+interface Queued {
+  channel: Buffer
+  data: Buffer
+  message: Peeked
+}
 
 /**
  * The Redis extension, with its incoming messages gated like people's: another process's
  * SyncStep1 is answered with what this document holds, so it must be answered only while
  * the document is clean (no uncommitted write held in it, see gate.ts), and messages of
  * one document keep their order.
+ *
+ * A document's messages are handled in batches: one gate pass for all that arrived while the
+ * previous pass waited or ran, and of a process's SyncStep1s in a batch only the last of each
+ * kind is answered (it says what that process holds now, so its answer covers the earlier
+ * ones'). One pass per message fell behind under writes on both processes: a pass waits for
+ * the writes under way to commit, and the other process sent faster than that (a SyncStep1
+ * per change, and the answers to ours). Each SyncStep1 of the growing backlog, answered
+ * against a stale state vector, cost a diff of everything since, itself answered in turn,
+ * until both event loops spent seconds encoding diffs and requests timed out
+ * (test/live/shared-board-load.test.ts).
  */
 export class GatedRedis extends Redis {
   constructor(configuration: ConstructorParameters<typeof Redis>[0], gate: Gate) {
@@ -23,29 +42,46 @@ export class GatedRedis extends Redis {
     ) => Promise<void>)[]
     if (!handle) throw new Error('@hocuspocus/extension-redis changed: no message handler')
     this.sub.removeAllListeners('messageBuffer')
-    const chains = new Map<string, Promise<void>>()
+    const own = this.configuration.identifier
+    const queues = new Map<string, Queued[]>()
+    const drain = async (documentName: string, queue: Queued[]) => {
+      try {
+        while (queue.length > 0) {
+          if (!queue.some((q) => q.message.content)) {
+            for (const q of queue.splice(0)) await handle(q.channel, q.data).catch(() => {})
+            continue
+          }
+          const done = await gate(documentName)
+          try {
+            // Everything that arrived while the gate was awaited goes in this pass too.
+            for (const q of latestAsks(queue.splice(0))) {
+              await handle(q.channel, q.data).catch(() => {})
+            }
+          } finally {
+            done()
+          }
+        }
+      } finally {
+        queues.delete(documentName)
+      }
+    }
     this.sub.on('messageBuffer', (channel: Buffer, data: Buffer) => {
       const message = peek(data)
       if (!message) {
         void handle(channel, data)
         return
       }
-      const previous = chains.get(message.documentName) ?? Promise.resolve()
-      const next = previous
-        .then(async () => {
-          if (!message.content) return handle(channel, data)
-          const done = await gate(message.documentName)
-          try {
-            await handle(channel, data)
-          } finally {
-            done()
-          }
-        })
-        .catch(() => {})
-        .finally(() => {
-          if (chains.get(message.documentName) === next) chains.delete(message.documentName)
-        })
-      chains.set(message.documentName, next)
+      // This process's own publishes come back on the document's channel; the extension
+      // ignores them, so they need not wait for the gate.
+      if (message.from === own) return
+      const queued = queues.get(message.documentName)
+      if (queued) {
+        queued.push({ channel, data, message })
+        return
+      }
+      const queue = [{ channel, data, message }]
+      queues.set(message.documentName, queue)
+      void drain(message.documentName, queue)
     })
   }
 
@@ -69,17 +105,51 @@ export class GatedRedis extends Redis {
   }
 }
 
-/** The document a published message is for, and whether it carries document content. */
-function peek(data: Buffer): { documentName: string; content: boolean } | undefined {
+/** What a published message is: who sent it, for which document, of which kind. */
+interface Peeked {
+  /** The sending process's identifier. */
+  from: string
+  documentName: string
+  /** It carries document content (a sync message), not awareness or a stateless payload. */
+  content: boolean
+  /** For a SyncStep1, its kind (asking for our SyncStep1 too or not); undefined otherwise. */
+  asks: number | undefined
+}
+
+function peek(data: Buffer): Peeked | undefined {
   try {
     const idLength = data[0] ?? 0
+    const from = data.toString('utf8', 1, 1 + idLength)
     const decoder = decoding.createDecoder(data.subarray(1 + idLength))
     const documentName = decoding.readVarString(decoder)
     const type = decoding.readVarUint(decoder)
-    return { documentName, content: type === SYNC || type === SYNC_REPLY }
+    const content = type === SYNC || type === SYNC_REPLY
+    const asks = content && decoding.readVarUint(decoder) === SYNC_STEP_1 ? type : undefined
+    return { from, documentName, content, asks }
   } catch {
     return undefined
   }
+}
+
+/**
+ * A batch without the SyncStep1s that a later one of the same process and kind supersedes,
+ * the rest in order. A SyncStep1 carries its sender's whole state vector at the time: the
+ * answer to its latest says everything the earlier ones' answers would have.
+ */
+function latestAsks(batch: readonly Queued[]): Queued[] {
+  const seen = new Set<string>()
+  const kept: Queued[] = []
+  for (let i = batch.length - 1; i >= 0; i--) {
+    const q = batch[i] as Queued
+    const { asks, from } = q.message
+    if (asks !== undefined) {
+      const key = `${asks} ${from}`
+      if (seen.has(key)) continue
+      seen.add(key)
+    }
+    kept.push(q)
+  }
+  return kept.reverse()
 }
 
 /**
