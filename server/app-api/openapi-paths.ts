@@ -82,8 +82,12 @@ const words = (segment: string) =>
     .map((w) => w.charAt(0).toUpperCase() + w.slice(1))
     .join('')
 
-/** `DELETE /api/app/orgs/:orgId/tasks/:taskId/project` → `deleteTasksProject`. */
-function operationId(method: string, path: string): string {
+/**
+ * `DELETE /api/app/orgs/:orgId/tasks/:taskId/project` → `deleteTasksProject`. A route that
+ * reads one of a list another route reads (`GET .../archived-tasks/:taskId` beside
+ * `GET .../archived-tasks`) says which: `getArchivedTasksByTaskId`.
+ */
+function operationId(method: string, path: string, taken: ReadonlySet<string>): string {
   const parts = path.split('/').filter(Boolean)
   const named = parts.filter(
     (s, i) =>
@@ -92,7 +96,10 @@ function operationId(method: string, path: string): string {
       !(i === 1 && s === 'app') &&
       !(s === 'orgs' && parts[i + 1] === ':orgId'),
   )
-  return method.toLowerCase() + named.map(words).join('')
+  const id = method.toLowerCase() + named.map(words).join('')
+  const last = parts.at(-1)
+  if (!taken.has(id) || !last?.startsWith(':')) return id
+  return `${id}By${words(last.slice(1))}`
 }
 
 function pathParameter(path: string, name: string): JsonSchema {
@@ -215,7 +222,7 @@ export function routePaths(routes: readonly RegisteredRoute[]): Record<string, J
   const ids = new Set<string>()
   for (const { method, path, doc } of routes) {
     if (!doc) continue
-    const id = operationId(method, path)
+    const id = operationId(method, path, ids)
     if (ids.has(id)) throw new Error(`two routes make the operationId ${id}`)
     ids.add(id)
     const item = paths[openApiPath(path)] ?? {}

@@ -20,6 +20,7 @@ import {
   archivedInColumn,
   archivedPage,
   claimsByIds,
+  findArchived,
   lockArchived,
   requireCard,
 } from '../board/history.ts'
@@ -328,6 +329,37 @@ export function peopleActionRoutes(router: Router, deps: PeopleActionDeps): void
           ? Buffer.from(JSON.stringify([lastShown.archivedAt, lastShown.id])).toString('base64url')
           : null
       return { status: 200, body: { tasks, nextBefore } }
+    },
+  )
+
+  /**
+   * One archived card, in the same shape: what the app shows of a card off the board that
+   * another names (a blocker archived meanwhile).
+   */
+  on(
+    'GET',
+    '/orgs/:orgId/archived-tasks/:taskId',
+    {
+      summary: 'One archived card',
+      description:
+        'In the get_task task shape, as the Archived view lists it. A card on the board is not archived: it is in the board document.',
+      access: 'member',
+      answers: [answer.json(200, 'The archived card.', withTask)],
+      errors: {
+        400: 'taskId is not a UUID.',
+        404: 'No archived card of this organisation has that id (on the board, deleted, or never).',
+      },
+    },
+    async (_req, user, org, p) => {
+      const taskId = pathId(p, 'taskId')
+      const stored = await findArchived(db, org.id, taskId)
+      if (!stored)
+        throw new ApiError(404, `No archived card with taskId ${taskId} in this organisation`)
+      const claims = await claimsByIds(db, org.id, [taskId], now())
+      const task = await personContext(deps, user, org).readBoard((view) =>
+        view.present(stored, shownOnCard(claims.get(taskId))),
+      )
+      return { status: 200, body: { task } }
     },
   )
 

@@ -113,6 +113,36 @@ describe.each(STORAGES)("the people's side of claims and cards (%s)", (kind) => 
     })
   })
 
+  test("one archived card reads in the Archived view's shape; a card on the board, a deleted card and another organisation's are 404, a malformed id 400", async () => {
+    const archived = await card({ title: 'Off the board' })
+    await agent.ok('archive_task', { taskId: archived })
+    const one = await member.request('GET', `/api/app/orgs/${org}/archived-tasks/${archived}`)
+    expect(one.status).toBe(200)
+    const list = await member.request('GET', `/api/app/orgs/${org}/archived-tasks?limit=200`)
+    expect(one.body).toEqual({
+      task: list.body.tasks.find((t: { id: string }) => t.id === archived),
+    })
+    expect(one.body.task).toMatchObject({ title: 'Off the board', archivedAt: expect.any(String) })
+
+    const onBoard = await card()
+    const gone = await card()
+    await agent.ok('archive_task', { taskId: gone })
+    expect((await owner.request('DELETE', `/api/app/orgs/${org}/tasks/${gone}`)).status).toBe(204)
+    for (const id of [onBoard, gone, crypto.randomUUID()]) {
+      const res = await member.request('GET', `/api/app/orgs/${org}/archived-tasks/${id}`)
+      expect(res.status).toBe(404)
+      expect(res.body.error).toContain(id)
+    }
+    const theirs = await outsider.request(
+      'GET',
+      `/api/app/orgs/${outsider.orgId}/archived-tasks/${archived}`,
+    )
+    expect(theirs.status).toBe(404)
+    expect(
+      (await member.request('GET', `/api/app/orgs/${org}/archived-tasks/not-a-uuid`)).status,
+    ).toBe(400)
+  })
+
   test('force release of a card with no claim record returns released false', async () => {
     const res = await forceRelease(owner, await card())
     expect(res.status).toBe(200)

@@ -217,6 +217,8 @@ export const appApi = {
       z.looseObject({ tasks: z.array(archivedTask), nextBefore: z.nullable(z.string()) }),
     )
   },
+  archivedTaskOf: (orgId: string, taskId: string) =>
+    api('GET', `${org(orgId)}/archived-tasks/${taskId}`, z.looseObject({ task: archivedTask })),
   restoreTask: (orgId: string, taskId: string) =>
     api('POST', `${org(orgId)}/tasks/${taskId}/restore`, z.looseObject({ task: restoredTask })),
   removeTaskProject: (orgId: string, taskId: string) =>

@@ -1,4 +1,4 @@
-import { useId, useMemo, useRef, useState } from 'react'
+import { useEffect, useId, useMemo, useRef, useState } from 'react'
 import {
   type DependencyProblem,
   dependencyProblem,
@@ -6,6 +6,8 @@ import {
   foldBlockers,
   MAX_BLOCKERS,
 } from '../../../shared/dependencies.ts'
+import { appApi } from '../api/app-api.ts'
+import { ApiFailure } from '../api/http.ts'
 import { updateTask } from '../board/board-actions.ts'
 import type { BoardStore, CardView } from '../board/board-store.ts'
 import { useBoard } from '../board/use-board.ts'
@@ -146,6 +148,35 @@ function useCardHref(): (id: string) => string {
   }
 }
 
+/** What the server says of a card the board no longer holds: archived (with its title) or gone. */
+type OffBoard = { kind: 'archived'; title: string } | { kind: 'gone' }
+
+/**
+ * Asks the server about a card that is not on the board (undefined: nothing to ask, or no
+ * answer yet, or none to be had offline).
+ */
+function useOffBoard(id: string | undefined): OffBoard | undefined {
+  const { org } = useWorkspace()
+  const [known, setKnown] = useState<{ id: string; off: OffBoard }>()
+  useEffect(() => {
+    if (!id) return
+    let current = true
+    appApi.archivedTaskOf(org.id, id).then(
+      ({ task }) => {
+        if (current) setKnown({ id, off: { kind: 'archived', title: task.title } })
+      },
+      (error: unknown) => {
+        if (current && error instanceof ApiFailure && error.status === 404)
+          setKnown({ id, off: { kind: 'gone' } })
+      },
+    )
+    return () => {
+      current = false
+    }
+  }, [org.id, id])
+  return id && known?.id === id ? known.off : undefined
+}
+
 /**
  * One card in a dependency list: its title as a link and where it stands. A blocker shows
  * whether it still holds the card (its column) or not (done, or off the board); a waiting
@@ -163,12 +194,26 @@ function DependencyRow({
   waiting?: boolean
 }) {
   const other = useBoard(store, `card:${id}`, (s) => s.card(id))
+  const off = useOffBoard(other ? undefined : id)
   const href = useCardHref()
   const column = other ? store.column(other.columnId) : undefined
   const closed = !waiting && !store.isOpen(id)
-  const title = other ? other.title || 'Untitled' : 'A card no longer on the board'
+  const title = other
+    ? other.title || 'Untitled'
+    : off?.kind === 'archived'
+      ? off.title || 'Untitled'
+      : 'A card no longer on the board'
   let state: React.ReactNode
-  if (!other) state = <span className="badge badge-muted">Archived or deleted</span>
+  if (!other)
+    state = (
+      <span className="badge badge-muted">
+        {off?.kind === 'archived'
+          ? 'Archived'
+          : off?.kind === 'gone'
+            ? 'Deleted'
+            : 'Archived or deleted'}
+      </span>
+    )
   else if (waiting)
     state = other.blocked ? (
       <span className="badge badge-blocked">
