@@ -34,6 +34,8 @@ function serviceWorker(): Plugin {
 export default defineConfig({
   root,
   plugins: [react(), serviceWorker()],
+  // Module workers, so the copy's worker loads Yjs only when it needs it (a chunk of its own).
+  worker: { format: 'es' },
   build: {
     outDir: 'dist',
     emptyOutDir: true,

@@ -152,6 +152,11 @@ let worker: Worker | undefined
 let nextId = 1
 const waiting = new Map<number, (answer: LocalCopyAnswer) => void>()
 
+/** Starts the worker ahead of the first document, so its start overlaps the page's own. */
+export function warmLocalCopies(): void {
+  theWorker()
+}
+
 function theWorker(): Worker {
   if (!worker) {
     worker = new Worker(new URL('./local-copy.worker.ts', import.meta.url), { type: 'module' })

@@ -1,4 +1,3 @@
-import * as Y from 'yjs'
 import {
   COMPACT_AFTER,
   CUSTOM_STORE,
@@ -19,6 +18,9 @@ interface Scope {
   onmessage: ((event: MessageEvent<LocalCopyRequest>) => void) | null
 }
 const scope = self as unknown as Scope
+
+/** Yjs only when updates are to be merged or replayed: reading an empty copy needs none. */
+const yjs = () => import('yjs')
 
 interface Copy {
   db: Promise<IDBDatabase>
@@ -80,7 +82,7 @@ async function load(name: string): Promise<Uint8Array | null> {
   copy.updates = updates.length
   if (copy.updates >= COMPACT_AFTER) void compact(name, copy)
   if (updates.length === 0) return null
-  return updates.length === 1 ? (updates[0] as Uint8Array) : Y.mergeUpdates(updates)
+  return updates.length === 1 ? (updates[0] as Uint8Array) : (await yjs()).mergeUpdates(updates)
 }
 
 /** Writes the updates handed over since the last write, in the order they came. */
@@ -105,6 +107,7 @@ async function compact(name: string, copy: Copy): Promise<void> {
   if (copy.compacting) return
   copy.compacting = true
   try {
+    const Y = await yjs()
     const db = await copy.db
     const tx = db.transaction(UPDATES_STORE, 'readwrite')
     const store = tx.objectStore(UPDATES_STORE)

@@ -2,6 +2,7 @@ import { HocuspocusProviderWebsocket } from '@hocuspocus/provider'
 import { appApi } from '../api/app-api.ts'
 import { Emitter } from '../store.ts'
 import { LiveDoc, localName } from './live-doc.ts'
+import { warmLocalCopies } from './local-copy.ts'
 
 export type SyncState = 'offline' | 'connecting' | 'syncing' | 'synced'
 
@@ -47,6 +48,7 @@ export class OrgLive {
   private readonly openHooks = new Set<(live: LiveDoc) => (() => void) | undefined>()
   private readonly refusedHooks = new Set<(live: LiveDoc) => void>()
   private token: { value: string; expiresAt: number } | undefined
+  private tokenFetch: Promise<string> | undefined
   private socketStatus: 'connecting' | 'connected' | 'disconnected' = 'disconnected'
   private online = navigator.onLine
   private destroyed = false
@@ -78,6 +80,10 @@ export class OrgLive {
     )
     window.addEventListener('online', this.goOnline)
     window.addEventListener('offline', this.goOffline)
+    // Documents join once their copy on this device is read: meanwhile the worker that reads
+    // it starts and the sync token arrives, rather than one after the other.
+    warmLocalCopies()
+    if (this.online) this.fetchToken().catch(() => {})
     this.recompute()
   }
 
@@ -93,11 +99,21 @@ export class OrgLive {
     this.recompute()
   }
 
-  private fetchToken = async (): Promise<string> => {
-    if (this.token && this.token.expiresAt - Date.now() > 60_000) return this.token.value
-    const { token, expiresAt } = await appApi.syncToken(this.orgId)
-    this.token = { value: token, expiresAt: Date.parse(expiresAt) }
-    return token
+  /** A sync token, fetched once for every document asking at the same time. */
+  private fetchToken = (): Promise<string> => {
+    if (this.token && this.token.expiresAt - Date.now() > 60_000) {
+      return Promise.resolve(this.token.value)
+    }
+    this.tokenFetch ??= appApi
+      .syncToken(this.orgId)
+      .then(({ token, expiresAt }) => {
+        this.token = { value: token, expiresAt: Date.parse(expiresAt) }
+        return token
+      })
+      .finally(() => {
+        this.tokenFetch = undefined
+      })
+    return this.tokenFetch
   }
 
   /** Opens (or shares) a live document; pair every open with a release. */
