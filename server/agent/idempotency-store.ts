@@ -1,5 +1,6 @@
 import type { Db } from '../../persistence/db.ts'
 import type { Logger } from '../http/json.ts'
+import { Sweeper } from '../sweeper.ts'
 import type { Clock } from './context.ts'
 
 /**
@@ -140,8 +141,6 @@ export async function renewLease(db: Db, ref: KeyRef, attempt: string, now: numb
   )
 }
 
-/** How often each process sweeps; several processes sweeping at once only share the work. */
-export const IDEMPOTENCY_SWEEP_EVERY_MS = 60 * 60 * 1000
 /** Rows deleted per statement: short transactions, short locks. */
 const BATCH = 1000
 
@@ -164,49 +163,13 @@ export async function sweepIdempotencyKeys(db: Db, now: number): Promise<number>
   }
 }
 
-/**
- * Runs {@link sweepIdempotencyKeys} at start and once an hour (OAuthSweeper's pattern); a
- * failed sweep is logged and tried at the next turn.
- */
-export class IdempotencySweeper {
-  private readonly db: Db
-  private readonly log: Logger
-  private readonly clock: Clock
-  private timer: NodeJS.Timeout | undefined
-  private sweeping: Promise<void> = Promise.resolve()
-  private stopping = false
-
+/** Runs {@link sweepIdempotencyKeys} at start and once an hour (server/sweeper.ts). */
+export class IdempotencySweeper extends Sweeper {
   constructor(options: { db: Db; log: Logger; clock: Clock }) {
-    this.db = options.db
-    this.log = options.log
-    this.clock = options.clock
-  }
-
-  start(): void {
-    if (this.timer) return
-    this.stopping = false
-    this.sweep()
-    this.timer = setInterval(() => this.sweep(), IDEMPOTENCY_SWEEP_EVERY_MS)
-    this.timer.unref()
-  }
-
-  /** Stops the timer and waits for a sweep under way. */
-  async stop(): Promise<void> {
-    this.stopping = true
-    if (this.timer) clearInterval(this.timer)
-    this.timer = undefined
-    await this.sweeping
-  }
-
-  private sweep(): void {
-    this.sweeping = this.sweeping.then(async () => {
-      if (this.stopping) return
-      try {
-        await sweepIdempotencyKeys(this.db, this.clock.now())
-      } catch (error) {
-        if (!this.stopping)
-          this.log.error('sweeping expired Idempotency-Key rows failed; trying next hour', error)
-      }
+    super({
+      what: 'expired Idempotency-Key rows',
+      log: options.log,
+      sweep: () => sweepIdempotencyKeys(options.db, options.clock.now()),
     })
   }
 }

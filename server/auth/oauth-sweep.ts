@@ -1,8 +1,7 @@
 import type { Db } from '../../persistence/db.ts'
 import type { Logger } from '../http/json.ts'
+import { Sweeper } from '../sweeper.ts'
 
-/** How often each process sweeps; several processes sweeping at once only share the work. */
-export const OAUTH_SWEEP_EVERY_MS = 60 * 60 * 1000
 /** A registered client nobody has granted anything this long after registering goes. */
 export const UNUSED_CLIENT_DAYS = 30
 /** Rows deleted per statement: short transactions, short locks. */
@@ -62,44 +61,9 @@ export async function sweepOAuth(db: Db): Promise<OAuthSweepCounts> {
   return counts
 }
 
-/** Runs {@link sweepOAuth} at start and once an hour; a failed sweep is logged, never thrown. */
-export class OAuthSweeper {
-  private readonly db: Db
-  private readonly log: Logger
-  private timer: NodeJS.Timeout | undefined
-  private sweeping: Promise<void> = Promise.resolve()
-  private stopping = false
-
+/** Runs {@link sweepOAuth} at start and once an hour (server/sweeper.ts). */
+export class OAuthSweeper extends Sweeper {
   constructor(options: { db: Db; log: Logger }) {
-    this.db = options.db
-    this.log = options.log
-  }
-
-  start(): void {
-    if (this.timer) return
-    this.stopping = false
-    this.sweep()
-    this.timer = setInterval(() => this.sweep(), OAUTH_SWEEP_EVERY_MS)
-    this.timer.unref()
-  }
-
-  /** Stops the timer and waits for a sweep under way. */
-  async stop(): Promise<void> {
-    this.stopping = true
-    if (this.timer) clearInterval(this.timer)
-    this.timer = undefined
-    await this.sweeping
-  }
-
-  private sweep(): void {
-    this.sweeping = this.sweeping.then(async () => {
-      if (this.stopping) return
-      try {
-        await sweepOAuth(this.db)
-      } catch (error) {
-        if (!this.stopping)
-          this.log.error('sweeping spent OAuth rows failed; trying next hour', error)
-      }
-    })
+    super({ what: 'spent OAuth rows', log: options.log, sweep: () => sweepOAuth(options.db) })
   }
 }

@@ -1,9 +1,8 @@
-import { randomBytes } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { Agent, Person } from '../support/client.ts'
+import { type Agent, Person } from '../support/client.ts'
 import { expectRefused, ids } from '../support/fixtures.ts'
-import { type ServiceProcess, startProcess } from '../support/service-process.ts'
-import { freshDb, STORAGES, type TestDb } from '../support/storage.ts'
+import { fleet, scaledOut } from '../support/scaled-out.ts'
+import { STORAGES } from '../support/storage.ts'
 import { boardWithAgents, type ClockServer, startClockServer } from './harness.ts'
 
 const LEASE_MS = 900_000
@@ -176,37 +175,14 @@ describe.each(STORAGES)('claim_next (%s)', (kind) => {
 describe('claim_next races on real Postgres, two processes', () => {
   const AGENTS = 16
   const CARDS = 240
-  let storage: TestDb
-  let processes: ServiceProcess[] = []
-
-  beforeAll(async () => {
-    storage = await freshDb('postgres')
-    const env = {
-      DATABASE_URL: storage.url as string,
-      REDIS_URL: 'redis://127.0.0.1:6379',
-      REDIS_PREFIX: `cb-test-${randomBytes(6).toString('hex')}`,
-      RATE_LIMIT_PER_KEY: '1000000',
-      LOG_LEVEL: 'error',
-    }
-    processes = await Promise.all([startProcess(env), startProcess(env)])
-  }, 60_000)
-  afterAll(async () => {
-    await Promise.all(processes.map((p) => p.stop()))
-    await storage?.drop()
-  })
+  const service = scaledOut()
 
   test('16 agents over two processes take every card exactly once, never one card twice', async () => {
-    const [a, b] = processes as [ServiceProcess, ServiceProcess]
+    const { a, storage } = service()
     const owner = new Person(a.url)
     await owner.signUp()
-    const keys = await Promise.all(
-      Array.from({ length: AGENTS / 2 }, (_, i) => owner.createKey(`racer ${i}`)),
-    )
-    // Two agents per key, told apart by name, one on each process.
-    const racers = keys.flatMap((key, i) => [
-      { agent: new Agent(a.url, key), name: `A${i}` },
-      { agent: new Agent(b.url, key), name: `B${i}` },
-    ])
+    // Two agents per key, one on each process, as a fleet spread by a balancer.
+    const racers = await fleet(service(), owner, AGENTS, 'racer')
     const first = racers[0]?.agent as Agent
     const { columns } = await first.ok('list_columns')
     const levels = ['urgent', 'high', 'normal', 'low', undefined]

@@ -1,10 +1,8 @@
-import { randomBytes } from 'node:crypto'
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { describe, expect, test } from 'vitest'
 import type * as Y from 'yjs'
 import { boardDocName, boardMaps } from '../../shared/board-doc.ts'
-import { Agent, connectProvider, eventually, Person } from '../support/client.ts'
-import { type ServiceProcess, startProcess } from '../support/service-process.ts'
-import { freshDb, type TestDb } from '../support/storage.ts'
+import { type Agent, connectProvider, eventually, Person } from '../support/client.ts'
+import { fleet, scaledOut } from '../support/scaled-out.ts'
 
 /**
  * Scale-out under load: 16 agents on two server processes sharing one Postgres and one Redis
@@ -16,37 +14,14 @@ import { freshDb, type TestDb } from '../support/storage.ts'
 describe('two processes sharing Redis under a stream of writes to one board (postgres + redis)', () => {
   const AGENTS = 16
   const CARDS_EACH = 96
-  let storage: TestDb
-  let processes: ServiceProcess[] = []
-
-  beforeAll(async () => {
-    storage = await freshDb('postgres')
-    const env = {
-      DATABASE_URL: storage.url as string,
-      REDIS_URL: process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379',
-      REDIS_PREFIX: `cb-test-${randomBytes(6).toString('hex')}`,
-      RATE_LIMIT_PER_KEY: '1000000',
-      LOG_LEVEL: 'error',
-    }
-    processes = await Promise.all([startProcess(env), startProcess(env)])
-  }, 60_000)
-  afterAll(async () => {
-    await Promise.all(processes.map((p) => p.stop()))
-    await storage?.drop()
-  })
+  const service = scaledOut()
 
   test('two processes sharing Redis keep answering through thousands of writes to one board, and their live copies agree', async () => {
-    const [a, b] = processes as [ServiceProcess, ServiceProcess]
+    const { a, b } = service()
     const owner = new Person(a.url)
     await owner.signUp()
-    const keys = await Promise.all(
-      Array.from({ length: AGENTS / 2 }, (_, i) => owner.createKey(`writer ${i}`)),
-    )
-    // Each key used on both processes, told apart by name, as a fleet spread by a balancer.
-    const writers = keys.flatMap((key, i) => [
-      { agent: new Agent(a.url, key), name: `A${i}` },
-      { agent: new Agent(b.url, key), name: `B${i}` },
-    ])
+    // Two agents per key, one on each process, as a fleet spread by a balancer.
+    const writers = await fleet(service(), owner, AGENTS, 'writer')
     const first = writers[0]?.agent as Agent
     const { columns } = await first.ok('list_columns')
     const columnId = columns[0].id as string
