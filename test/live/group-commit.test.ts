@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import * as Y from 'yjs'
 import { recordWrites, type WriteRecord } from '../../server/live/write-record.ts'
 import { boardDocName, boardMaps } from '../../shared/board-doc.ts'
 import { Agent, connectProvider, eventually, Person } from '../support/client.ts'
@@ -306,7 +307,9 @@ describe('writes computed while an earlier one commits are stored together (post
     expect((await slow).status).toBe(200)
     for (const r of await Promise.all(batched)) expect(r.status).toBe(200)
 
-    // Rows of one transaction share its xmin; the batch's rows follow the SLOW one in order.
+    // Rows of one transaction share its xmin; the batch's rows follow the SLOW one in the
+    // order the server computed them, which is the order of its Yjs clock (the requests may
+    // reach the server in another order than they were sent, so the titles say nothing).
     const rows = await server.storage.db.query<{ tx: string; data: Uint8Array }>(
       'select xmin::text as tx, data from doc_updates where doc_name = $1 order by id',
       [boardDocName(owner.orgId)],
@@ -314,9 +317,13 @@ describe('writes computed while an earlier one commits are stored together (post
     const text = (d: Uint8Array) => Buffer.from(d).toString('latin1')
     const slowAt = rows.findIndex((r) => text(r.data).includes('SLOW first'))
     const after = rows.slice(slowAt + 1)
-    expect(after.map((r) => titles.findIndex((t) => text(r.data).includes(t)))).toEqual(
+    expect(after.map((r) => titles.findIndex((t) => text(r.data).includes(t))).sort()).toEqual(
       titles.map((_, i) => i),
     )
+    const firstClock = (d: Uint8Array) =>
+      Math.min(...Y.decodeUpdate(d).structs.map((s) => s.id.clock))
+    const clocks = [rows[slowAt], ...after].map((r) => firstClock((r as { data: Uint8Array }).data))
+    expect(clocks).toEqual([...clocks].sort((a, b) => a - b))
     const transactions = new Set(after.map((r) => r.tx))
     expect(transactions.size).toBeLessThan(titles.length)
     expect(transactions.has(rows[slowAt]?.tx as string)).toBe(false)
