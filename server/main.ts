@@ -5,6 +5,7 @@ import { loadConfig } from './config.ts'
 const config = loadConfig()
 const app = await createApp(config)
 const url = await app.listen()
+app.warmSite().catch(() => {})
 console.info(
   `Corkboard listening on ${url} (storage: ${config.databaseUrl ? 'Postgres' : `PGlite in ${config.dataDir}`})`,
 )

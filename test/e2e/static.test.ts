@@ -1,7 +1,7 @@
 import { readdirSync } from 'node:fs'
 import { request } from 'node:http'
 import { join } from 'node:path'
-import { gunzipSync } from 'node:zlib'
+import { brotliDecompressSync, gunzipSync } from 'node:zlib'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { CLIENT_DIST } from '../../server/static.ts'
 import { startServer, type TestServer } from '../support/server.ts'
@@ -76,6 +76,22 @@ describe('serving the web app', () => {
 
     const again = await get(script, { 'if-none-match': etag })
     expect(again.status).toBe(304)
+  })
+
+  test('the files compressed ahead of the first visitor (npm start warms them) are served as brotli, byte for byte', async () => {
+    await server.app.warmSite()
+    const scripts = readdirSync(join(CLIENT_DIST, 'assets')).filter((f) => f.endsWith('.js'))
+    for (const path of ['/', ...scripts.map((f) => `/assets/${f}`)]) {
+      const plain = Buffer.from(await (await get(path)).arrayBuffer())
+      const br = await new Promise<{ encoding: string | undefined; bytes: Buffer }>(
+        (resolve, reject) => {
+          rawGet(`${server.url}${path}`, { 'accept-encoding': 'br, gzip' }, resolve, reject)
+        },
+      )
+      if (plain.length < 1024) continue
+      expect(br.encoding).toBe('br')
+      expect(brotliDecompressSync(br.bytes)).toEqual(plain)
+    }
   })
 
   test('the service worker is served from the root and revalidated on every load', async () => {
