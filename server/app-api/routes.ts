@@ -475,6 +475,8 @@ export function appRoutes(router: Router, deps: AppDeps): void {
       const user = await requireUser(db, req)
       const org = await requireMember(db, p.orgId as string, user)
       const exp = Date.now() + config.syncTokenTtlSeconds * 1000
+      // The page opens the board next: its load overlaps the socket's opening.
+      deps.live.warm(boardDocName(org.id))
       sendJson(res, 200, {
         token: signSyncToken(deps.syncSecret, { userId: user.id, orgId: org.id, exp }),
         expiresAt: new Date(exp).toISOString(),

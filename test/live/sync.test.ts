@@ -103,6 +103,15 @@ describe.each(STORAGES)('live documents (%s)', (kind) => {
     ).rejects.toThrow(/authentication failed/)
   })
 
+  test("handing out a sync token starts loading the board (the page's socket follows), and the board unloads again if nobody comes", async () => {
+    const { owner } = await ownerWithAgent(server.url)
+    const name = boardDocName(owner.orgId)
+    await eventually(() => (server.app.live.hocuspocus.documents.has(name) ? undefined : true))
+    await owner.syncToken()
+    await eventually(() => (server.app.live.hocuspocus.documents.has(name) ? true : undefined))
+    await eventually(() => (server.app.live.hocuspocus.documents.has(name) ? undefined : true))
+  })
+
   test('a document with no connection is unloaded when idle and loads back the same', async () => {
     const { owner, agent } = await ownerWithAgent(server.url)
     const { columns } = await agent.ok('list_columns')
