@@ -12,10 +12,6 @@ function Routes() {
   const s = useSession()
   const { pathname } = useLocation()
 
-  useEffect(() => {
-    void session.load()
-  }, [])
-
   const invite = matchPath('/invite/:token', pathname)
   const signedIn = s.status === 'signed-in'
 

@@ -1,7 +1,17 @@
 import { StrictMode } from 'react'
 import { createRoot } from 'react-dom/client'
 import { App } from './app.tsx'
+import { discardEarly, startEarly } from './live/early.ts'
+import { session } from './session.ts'
 import './styles.css'
+
+// Who is signed in, and for a page of an organisation its live socket and sync token, are
+// asked for at once, before the first render, rather than one after the other.
+void session.load()
+startEarly(location.pathname)
+session.subscribe(() => {
+  if (session.state.status === 'signed-out') discardEarly()
+})
 
 const root = document.getElementById('root')
 if (root) {

@@ -124,78 +124,95 @@ describe.each(STORAGES)('the copy kept on this device (%s)', (kind) => {
     await context.close()
   })
 
+  test('a first visit asks the server at once: the board syncs while the worker that reads the copy has not even loaded', async () => {
+    const { context, page, agent, orgId } = await signedInContext(
+      running.browser,
+      running.server.url,
+    )
+    const errors = watchErrors(page)
+    const { columns } = await agent.ok('list_columns')
+    await agent.ok('create_task', { columnId: columns[0].id, title: 'On the server only' })
+    // The worker's script is held back: nothing can read (or find empty) a copy meanwhile.
+    let release = () => {}
+    const held = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    await context.route(/local-copy\.worker-[^/]*\.js$/, async (route) => {
+      await held
+      await route.continue()
+    })
+    await page.goto(`/o/${orgId}/board`)
+    await card(page, 'On the server only').waitFor()
+    await page.locator('[data-sync-state="synced"]').waitFor()
+    release()
+    // Once the worker runs, it keeps what the server sent; the next visit waits for it.
+    await expect.poll(() => boardCopy(page, 'On the server only').then((c) => c.holds)).toBe(true)
+    expect(
+      await page.evaluate(() => Object.keys(localStorage).some((k) => k.endsWith('/board'))),
+    ).toBe(true)
+    expect(errors).toEqual([])
+    await context.close()
+  })
+
+  test('a board page asks who is signed in and for the sync token once each, both before the app has drawn anything', async () => {
+    const { context, page, orgId } = await signedInContext(running.browser, running.server.url)
+    const errors = watchErrors(page)
+    const asked: string[] = []
+    page.on('request', (r) => {
+      const path = new URL(r.url()).pathname
+      if (path === '/api/app/me' || path.endsWith('/sync-token')) asked.push(path)
+    })
+    await openBoard(page, orgId)
+    await page.locator('[data-sync-state="synced"]').waitFor()
+    expect(asked.sort()).toEqual(['/api/app/me', `/api/app/orgs/${orgId}/sync-token`])
+    // Started by the page's first script: before the first contentful paint.
+    const started = await page.evaluate(() => {
+      const paint = performance.getEntriesByName('first-contentful-paint')[0]?.startTime
+      const requests = performance
+        .getEntriesByType('resource')
+        .filter((e) => e.name.endsWith('/api/app/me') || e.name.endsWith('/sync-token'))
+        .map((e) => e.startTime)
+      return { paint, requests }
+    })
+    expect(started.requests).toHaveLength(2)
+    for (const at of started.requests) expect(at).toBeLessThan(started.paint ?? 0)
+    expect(errors).toEqual([])
+    await context.close()
+  })
+
+  test('a return visit waits for the copy: the server is asked only for what the copy lacks', async () => {
+    const { context, page, agent, orgId } = await signedInContext(
+      running.browser,
+      running.server.url,
+    )
+    const errors = watchErrors(page)
+    const { columns } = await agent.ok('list_columns')
+    const long = 'words the copy already holds '.repeat(150)
+    await agent.ok('create_task', { columnId: columns[0].id, title: 'Big', description: long })
+    await openBoard(page, orgId)
+    await expect.poll(() => boardCopy(page, 'Big').then((c) => c.holds)).toBe(true)
+    // What the server sends on the next visit, measured on the socket.
+    const received: number[] = []
+    page.on('websocket', (ws) =>
+      ws.on('framereceived', ({ payload }) => {
+        received.push(typeof payload === 'string' ? payload.length : payload.byteLength)
+      }),
+    )
+    await page.reload()
+    await card(page, 'Big').waitFor()
+    await page.locator('[data-sync-state="synced"]').waitFor()
+    expect(Math.max(...received)).toBeLessThan(long.length)
+    expect(errors).toEqual([])
+    await context.close()
+  })
+
   test('a copy in the layout the previous version wrote opens offline with the edit it holds, and the edit reaches the server once online', async () => {
     const { context, page, agent, orgId } = await signedInContext(
       running.browser,
       running.server.url,
     )
     const errors = watchErrors(page)
-    await openBoard(page, orgId)
-    const { columns } = await agent.ok('list_columns')
-    await page.evaluate(() => navigator.serviceWorker.ready.then(() => true))
-    const boardDb = await page.evaluate(async () => {
-      const names = (await indexedDB.databases()).map((d) => d.name ?? '')
-      return names.find((n) => n.startsWith('corkboard/') && n.endsWith('/board')) ?? ''
-    })
-    expect(boardDb).not.toBe('')
-
-    // An edit made offline by the previous version: a card in its copy, never sent.
-    const edit = new Y.Doc()
-    const now = new Date().toISOString()
-    boardMaps(edit).tasks.set(
-      crypto.randomUUID(),
-      taskMap({
-        columnId: columns[0].id,
-        projectId: null,
-        title: 'Kept by the previous version',
-        description: '',
-        type: null,
-        priority: null,
-        tags: [],
-        assigneeIds: [],
-        blockedBy: [],
-        position: POSITION_STEP * 50,
-        createdAt: now,
-        updatedAt: now,
-        archivedAt: null,
-        createdByEmail: '',
-        stats: EMPTY_STATS,
-      }),
-    )
-    const bytes = [...Y.encodeStateAsUpdate(edit)]
-
-    // Away from the app (nothing holds the copy open), the copy is rewritten exactly as
-    // y-indexeddb made it (stores `updates`, auto-increment, and `custom`), holding what it
-    // held plus the edit.
-    await page.goto('/readyz')
-    await page.evaluate(
-      async ({ name, update }) => {
-        const done = <T>(r: IDBRequest<T>) =>
-          new Promise<T>((resolve, reject) => {
-            r.onsuccess = () => resolve(r.result)
-            r.onerror = () => reject(r.error)
-          })
-        const old = await done(indexedDB.open(name))
-        const kept = (await done(
-          old.transaction('updates').objectStore('updates').getAll(),
-        )) as Uint8Array[]
-        old.close()
-        await done(indexedDB.deleteDatabase(name))
-        const request = indexedDB.open(name)
-        request.onupgradeneeded = () => {
-          request.result.createObjectStore('updates', { autoIncrement: true })
-          request.result.createObjectStore('custom')
-        }
-        const db = await done(request)
-        const tx = db.transaction('updates', 'readwrite')
-        for (const u of [...kept, new Uint8Array(update)]) tx.objectStore('updates').add(u)
-        await new Promise((resolve) => {
-          tx.oncomplete = resolve
-        })
-        db.close()
-      },
-      { name: boardDb, update: bytes },
-    )
+    await previousVersionCopy(page, agent, orgId)
     await context.setOffline(true)
     await page.goto(`/o/${orgId}/board`)
     await card(page, 'Kept by the previous version').waitFor()
@@ -208,4 +225,100 @@ describe.each(STORAGES)('the copy kept on this device (%s)', (kind) => {
     expect(errors).toEqual([])
     await context.close()
   })
+
+  test('a copy the previous version left, opened online, gives the server its edit although the page did not know of the copy', async () => {
+    const { context, page, agent, orgId } = await signedInContext(
+      running.browser,
+      running.server.url,
+    )
+    const errors = watchErrors(page)
+    await previousVersionCopy(page, agent, orgId)
+    await page.goto(`/o/${orgId}/board`)
+    await card(page, 'Kept by the previous version').waitFor()
+    await page.locator('[data-sync-state="synced"]').waitFor({ timeout: 20_000 })
+    await expect
+      .poll(async () => (await agent.ok('get_board')).tasks.map((t: { title: string }) => t.title))
+      .toEqual(['Kept by the previous version'])
+    expect(errors).toEqual([])
+    await context.close()
+  })
 })
+
+/**
+ * Leaves the board's copy as the previous version did: in y-indexeddb's layout, holding an
+ * edit it never sent (a card), and nothing in localStorage saying the device keeps it.
+ * Ends away from the app, at /readyz, so that nothing holds the copy open.
+ */
+async function previousVersionCopy(page: Page, agent: Agent, orgId: string): Promise<void> {
+  await openBoard(page, orgId)
+  const { columns } = await agent.ok('list_columns')
+  await page.evaluate(() => navigator.serviceWorker.ready.then(() => true))
+  const boardDb = await page.evaluate(async () => {
+    const names = (await indexedDB.databases()).map((d) => d.name ?? '')
+    return names.find((n) => n.startsWith('corkboard/') && n.endsWith('/board')) ?? ''
+  })
+  expect(boardDb).not.toBe('')
+
+  // An edit made offline by the previous version: a card in its copy, never sent.
+  const edit = new Y.Doc()
+  const now = new Date().toISOString()
+  boardMaps(edit).tasks.set(
+    crypto.randomUUID(),
+    taskMap({
+      columnId: columns[0].id,
+      projectId: null,
+      title: 'Kept by the previous version',
+      description: '',
+      type: null,
+      priority: null,
+      tags: [],
+      assigneeIds: [],
+      blockedBy: [],
+      position: POSITION_STEP * 50,
+      createdAt: now,
+      updatedAt: now,
+      archivedAt: null,
+      createdByEmail: '',
+      stats: EMPTY_STATS,
+    }),
+  )
+  const bytes = [...Y.encodeStateAsUpdate(edit)]
+
+  // Away from the app (nothing holds the copy open), the copy is rewritten exactly as
+  // y-indexeddb made it (stores `updates`, auto-increment, and `custom`), holding what it
+  // held plus the edit.
+  await page.goto('/readyz')
+  await page.evaluate(
+    async ({ name, update }) => {
+      const done = <T>(r: IDBRequest<T>) =>
+        new Promise<T>((resolve, reject) => {
+          r.onsuccess = () => resolve(r.result)
+          r.onerror = () => reject(r.error)
+        })
+      const old = await done(indexedDB.open(name))
+      const kept = (await done(
+        old.transaction('updates').objectStore('updates').getAll(),
+      )) as Uint8Array[]
+      old.close()
+      await done(indexedDB.deleteDatabase(name))
+      const request = indexedDB.open(name)
+      request.onupgradeneeded = () => {
+        request.result.createObjectStore('updates', { autoIncrement: true })
+        request.result.createObjectStore('custom')
+      }
+      const db = await done(request)
+      const tx = db.transaction('updates', 'readwrite')
+      for (const u of [...kept, new Uint8Array(update)]) tx.objectStore('updates').add(u)
+      await new Promise((resolve) => {
+        tx.oncomplete = resolve
+      })
+      db.close()
+    },
+    { name: boardDb, update: bytes },
+  )
+  await page.evaluate(() => {
+    for (const key of Object.keys(localStorage)) {
+      if (key.startsWith('corkboard.copy:')) localStorage.removeItem(key)
+    }
+  })
+}

@@ -57,12 +57,13 @@ export async function apiVoid(method: string, path: string, body?: unknown): Pro
 async function send(method: string, path: string, body?: unknown): Promise<unknown> {
   let res: Response
   try {
-    res = await fetch(`/api/app${path}`, {
-      method,
-      credentials: 'same-origin',
-      headers: body === undefined ? {} : { 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    })
+    res = await (startedAtBoot(method, path, body) ??
+      fetch(`/api/app${path}`, {
+        method,
+        credentials: 'same-origin',
+        headers: body === undefined ? {} : { 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      }))
   } catch {
     throw new ApiFailure(0, 'You are offline: this needs a connection to the server.')
   }
@@ -78,6 +79,25 @@ async function send(method: string, path: string, body?: unknown): Promise<unkno
     throw new ApiFailure(res.status, errorMessage(data, res.status), data)
   }
   return data
+}
+
+const BOOT_ANSWERS_KEPT_MS = 10_000
+
+/**
+ * The same request, bodiless, started by the page's first script (boot.ts): taken once,
+ * and only while the page is new (a sync token asked for later must be a fresh one).
+ */
+function startedAtBoot(method: string, path: string, body: unknown): Promise<Response> | undefined {
+  const started = window.corkboardBoot?.started
+  if (body !== undefined || !started) return undefined
+  if (performance.now() > BOOT_ANSWERS_KEPT_MS) {
+    started.clear()
+    return undefined
+  }
+  const key = `${method} ${path}`
+  const response = started.get(key)
+  started.delete(key)
+  return response
 }
 
 /** A message for a person from anything thrown. */

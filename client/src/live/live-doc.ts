@@ -47,10 +47,11 @@ export class LiveDoc {
     this.name = options.name
     this.local = new LocalCopy(localName(options.userId, options.name), this.doc)
     this.whenLoaded = this.local.whenLoaded.then(() => {
-      if (this.destroyed) return
-      this.update({ loaded: true })
+      if (!this.destroyed) this.update({ loaded: true })
+    })
+    void this.local.whenReady.then(() => {
       // Several providers share one socket, and each must attach itself (docs/design.md).
-      this.provider.attach()
+      if (!this.destroyed) this.provider.attach()
     })
     this.provider = new HocuspocusProvider({
       websocketProvider: options.socket,

@@ -16,24 +16,36 @@ import type { LocalCopyAnswer, LocalCopyRequest } from './local-copy-protocol.ts
  * document's 'update' listeners are set aside: nobody needs to hear of it again.
  */
 export class LocalCopy {
+  /** The copy has been read and applied (or found missing). */
   readonly whenLoaded: Promise<void>
+  /**
+   * When the provider may join: once the copy is read, so that the server sends only what
+   * it lacks; at once when this device never kept a copy of the document (a first visit
+   * does not wait for IndexedDB to create a database, about a tenth of a second).
+   */
+  readonly whenReady: Promise<void>
   private readonly db: string
   private readonly doc: Y.Doc
   private readonly quiet = new Set<unknown>([this])
   private destroyed = false
+  private kept: boolean
   private offMessages: (() => void) | undefined
 
   constructor(db: string, doc: Y.Doc) {
     this.db = db
     this.doc = doc
+    this.kept = copyKept(db)
     doc.on('beforeTransaction', this.beforeTransaction)
     doc.on('beforeObserverCalls', this.beforeObserverCalls)
     doc.on('afterAllTransactions', this.afterAllTransactions)
     doc.on('update', this.keep)
+    const readFirst = this.kept
     this.whenLoaded = request({ type: 'load', id: 0, db }).then(
       (answer) => {
         if (answer.type === 'loaded' && answer.update && !this.destroyed) {
-          Y.applyUpdate(doc, answer.update, this)
+          // Read after the provider joined (a copy this device did not know it kept): what
+          // it holds that the server lacks goes out like an edit made here.
+          Y.applyUpdate(doc, answer.update, readFirst ? this : LATE_COPY)
         }
       },
       (error: unknown) => {
@@ -41,6 +53,7 @@ export class LocalCopy {
         console.error(`reading the copy of ${db} kept on this device failed`, error)
       },
     )
+    this.whenReady = readFirst ? this.whenLoaded : Promise.resolve()
   }
 
   /** Keeps what this provider receives from the server, as received. */
@@ -49,7 +62,7 @@ export class LocalCopy {
     const onMessage = ({ event }: { event: MessageEvent }) => {
       const update = syncedUpdateOf(new Uint8Array(event.data as ArrayBuffer))
       // A copy of its own: handed to the worker, not shared with the provider.
-      if (update) post({ type: 'append', db: this.db, update }, true)
+      if (update) this.append(update, true)
     }
     provider.on('message', onMessage)
     this.offMessages = () => provider.off('message', onMessage)
@@ -59,6 +72,7 @@ export class LocalCopy {
   async clear(): Promise<void> {
     this.stop()
     await request({ type: 'clear', id: 0, db: this.db })
+    forgetCopyKept(this.db)
   }
 
   destroy(): void {
@@ -80,7 +94,15 @@ export class LocalCopy {
   /** An edit made on this page: kept. (Changes from the server or this copy are kept already.) */
   private keep = (update: Uint8Array, origin: unknown) => {
     if (this.destroyed || this.quiet.has(origin)) return
-    post({ type: 'append', db: this.db, update })
+    this.append(update, false)
+  }
+
+  private append(update: Uint8Array, own: boolean): void {
+    if (!this.kept) {
+      this.kept = true
+      markCopyKept(this.db)
+    }
+    post({ type: 'append', db: this.db, update }, own)
   }
 
   /** The 'update' listeners set aside while a quiet transaction runs, and for which one. */
@@ -120,6 +142,51 @@ export class LocalCopy {
       observers.set(name, set)
     }
     this.held = undefined
+  }
+}
+
+/** The origin of a copy read after the provider joined: not quiet, so it is sent. */
+const LATE_COPY = Symbol('late copy')
+
+/**
+ * Which documents this device keeps a copy of, remembered where the page can read it at
+ * once (IndexedDB answers only once a database is open). Where localStorage is refused,
+ * every copy counts as kept: the provider then waits for the read, as it always may.
+ */
+const KEPT_PREFIX = 'corkboard.copy:'
+
+function copyKept(db: string): boolean {
+  try {
+    return localStorage.getItem(KEPT_PREFIX + db) !== null
+  } catch {
+    return true
+  }
+}
+
+function markCopyKept(db: string): void {
+  try {
+    localStorage.setItem(KEPT_PREFIX + db, '1')
+  } catch {
+    // Not remembered: the next visit reads the copy after the server's answer instead.
+  }
+}
+
+function forgetCopyKept(db: string): void {
+  try {
+    localStorage.removeItem(KEPT_PREFIX + db)
+  } catch {
+    // Nothing was remembered.
+  }
+}
+
+/** Forgets which copies are kept under this prefix (sign-out deletes them). */
+export function forgetCopiesKept(prefix: string): void {
+  try {
+    for (const key of Object.keys(localStorage)) {
+      if (key.startsWith(KEPT_PREFIX + prefix)) localStorage.removeItem(key)
+    }
+  } catch {
+    // Nothing was remembered.
   }
 }
 

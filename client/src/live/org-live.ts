@@ -1,8 +1,9 @@
-import { HocuspocusProviderWebsocket } from '@hocuspocus/provider'
+import type { HocuspocusProviderWebsocket } from '@hocuspocus/provider'
 import { appApi } from '../api/app-api.ts'
 import { Emitter } from '../store.ts'
+import { liveSocket, takeEarly } from './early.ts'
 import { LiveDoc, localName } from './live-doc.ts'
-import { warmLocalCopies } from './local-copy.ts'
+import { forgetCopiesKept, warmLocalCopies } from './local-copy.ts'
 
 export type SyncState = 'offline' | 'connecting' | 'syncing' | 'synced'
 
@@ -57,14 +58,18 @@ export class OrgLive {
   constructor(orgId: string, me: Omit<Identity, 'color'>) {
     this.orgId = orgId
     this.me = { ...me, color: colorFor(me.id) }
-    this.socket = new HocuspocusProviderWebsocket({
-      url: `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/sync`,
-      autoConnect: this.online,
-      // Reconnect quickly: a person waiting for "Synced" should not wait long.
-      delay: 500,
-      minDelay: 250,
-      maxDelay: 10_000,
-    })
+    // The socket and the sync token may have been started with the page (early.ts).
+    const early = takeEarly(orgId)
+    this.socket = early?.socket ?? liveSocket(this.online)
+    this.socketStatus = early ? this.socket.status : 'disconnected'
+    if (early) {
+      this.tokenFetch = early.token
+        .then((answer) => answer ?? appApi.syncToken(this.orgId))
+        .then(this.keepToken)
+        .finally(() => {
+          this.tokenFetch = undefined
+        })
+    }
     this.socket.on(
       'status',
       ({ status }: { status: 'connecting' | 'connected' | 'disconnected' }) => {
@@ -99,6 +104,11 @@ export class OrgLive {
     this.recompute()
   }
 
+  private keepToken = ({ token, expiresAt }: { token: string; expiresAt: string }): string => {
+    this.token = { value: token, expiresAt: Date.parse(expiresAt) }
+    return token
+  }
+
   /** A sync token, fetched once for every document asking at the same time. */
   private fetchToken = (): Promise<string> => {
     if (this.token && this.token.expiresAt - Date.now() > 60_000) {
@@ -106,10 +116,7 @@ export class OrgLive {
     }
     this.tokenFetch ??= appApi
       .syncToken(this.orgId)
-      .then(({ token, expiresAt }) => {
-        this.token = { value: token, expiresAt: Date.parse(expiresAt) }
-        return token
-      })
+      .then(this.keepToken)
       .finally(() => {
         this.tokenFetch = undefined
       })
@@ -226,6 +233,7 @@ export class OrgLive {
 /** Deletes every IndexedDB copy this person's documents left on the device (sign-out). */
 export async function forgetLocalCopies(userId: string): Promise<void> {
   const prefix = localName(userId, '')
+  forgetCopiesKept(prefix)
   const dbs = typeof indexedDB.databases === 'function' ? await indexedDB.databases() : []
   await Promise.all(
     dbs
