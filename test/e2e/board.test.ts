@@ -405,10 +405,14 @@ describe('the web app: board, card and API keys in real Chromium', () => {
       await page.getByRole('button', { name: 'Card actions' }).click()
       await page.getByRole('menuitem', { name: 'Archive' }).click()
       await card(page, 'Review the diff').waitFor({ state: 'detached' })
-      const archived = (await agent.ok('get_board')).tasks.find(
-        (t: { title: string }) => t.title === 'Review the diff',
-      )
-      expect(archived).toBeUndefined()
+      // The page's edit reaches the server a moment after the card leaves the page.
+      await expect
+        .poll(async () =>
+          (await agent.ok('get_board')).tasks.some(
+            (t: { title: string }) => t.title === 'Review the diff',
+          ),
+        )
+        .toBe(false)
       await page.getByRole('button', { name: 'Archived' }).click()
       // The Archived view reads the server (archived cards are not in the board document).
       await page
