@@ -295,7 +295,9 @@ export async function run(log: (line: string) => void): Promise<void> {
   await ensureBuilt(log)
   const browser = await launchBrowser()
   try {
-    for (const kind of STORAGES) {
+    // BENCH_STORAGES=postgres (say) measures one storage only.
+    const kinds = process.env.BENCH_STORAGES?.split(',') ?? STORAGES
+    for (const kind of STORAGES.filter((k) => kinds.includes(k))) {
       const empty = await measure(browser, kind, 0)
       const small = await measure(browser, kind, 10)
       log(line(`[${kind}] baseline: empty board shown after page load`, empty.load))

@@ -25,6 +25,8 @@ export interface EarlyStart {
 const KEEP_MS = 10_000
 
 let early: (EarlyStart & { timer: ReturnType<typeof setTimeout> }) | undefined
+/** An organisation's connection has started: nothing is started early any more. */
+let tooLate = false
 
 /**
  * Starts what a page of an organisation waits for, before the app's code has rendered
@@ -35,7 +37,7 @@ let early: (EarlyStart & { timer: ReturnType<typeof setTimeout> }) | undefined
  */
 export function startEarly(pathname: string): void {
   const orgId = /^\/o\/([0-9a-f-]{36})(?:\/|$)/i.exec(pathname)?.[1]
-  if (!orgId || !navigator.onLine || early) return
+  if (!orgId || !navigator.onLine || early || tooLate) return
   warmLocalCopies()
   const token = appApi.syncToken(orgId).catch(() => undefined)
   const started = { orgId, socket: liveSocket(true), token }
@@ -44,6 +46,7 @@ export function startEarly(pathname: string): void {
 
 /** What was started early for this organisation, if anything; each start is taken once. */
 export function takeEarly(orgId: string): EarlyStart | undefined {
+  tooLate = true
   if (early?.orgId !== orgId) return undefined
   const { timer, ...taken } = early
   clearTimeout(timer)
