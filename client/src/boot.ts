@@ -16,6 +16,11 @@ declare global {
   }
 }
 
+/** The organisation a page of the app is about (`/o/<orgId>/...`), if any. */
+export function orgIdInPath(pathname: string): string | undefined {
+  return /^\/o\/([0-9a-f-]{36})(?:\/|$)/i.exec(pathname)?.[1]
+}
+
 const started = new Map<string, Promise<Response>>()
 const begin = (method: string, path: string) => {
   const response = fetch(`/api/app${path}`, { method, credentials: 'same-origin' })
@@ -25,7 +30,7 @@ const begin = (method: string, path: string) => {
 }
 if (navigator.onLine) {
   begin('GET', '/me')
-  const orgId = /^\/o\/([0-9a-f-]{36})(?:\/|$)/i.exec(location.pathname)?.[1]
+  const orgId = orgIdInPath(location.pathname)
   if (orgId) begin('POST', `/orgs/${orgId}/sync-token`)
 }
 window.corkboardBoot = { started }

@@ -50,11 +50,20 @@ async function boardCopy(page: Page, words = ''): Promise<{ rows: number; holds:
 describe.each(STORAGES)('the copy kept on this device (%s)', (kind) => {
   const running = serverAndBrowser(kind)
 
+  /** A signed-in page watched for errors, and an agent of its organisation. */
+  async function signedIn() {
+    const signed = await signedInContext(running.browser, running.server.url)
+    return { ...signed, errors: watchErrors(signed.page) }
+  }
+
+  /** An agent's card in the board's first column. */
+  async function addCard(agent: Agent, fields: { title: string; description?: string }) {
+    const { columns } = await agent.ok('list_columns')
+    await agent.ok('create_task', { columnId: columns[0].id, ...fields })
+  }
+
   test('documents are kept on the device by a worker: the page itself opens no IndexedDB database for them, and the board reopens offline from the copy', async () => {
-    const { context, page, agent, orgId } = await signedInContext(
-      running.browser,
-      running.server.url,
-    )
+    const { context, page, agent, orgId, errors } = await signedIn()
     // Counts the databases the page's own thread opens (workers have a global of their own).
     await context.addInitScript(() => {
       const opened: string[] = []
@@ -65,11 +74,9 @@ describe.each(STORAGES)('the copy kept on this device (%s)', (kind) => {
         return open(name, version)
       }
     })
-    const errors = watchErrors(page)
     await openBoard(page, orgId)
-    const { columns } = await agent.ok('list_columns')
     // Written by an agent: it reaches the copy as the server sent it.
-    await agent.ok('create_task', { columnId: columns[0].id, title: 'Sent by the server' })
+    await addCard(agent, { title: 'Sent by the server' })
     await card(page, 'Sent by the server').waitFor()
     await page.evaluate(() => navigator.serviceWorker.ready.then(() => true))
     // The worker writes in its own time: wait until the copy holds the agent's card.
@@ -87,11 +94,7 @@ describe.each(STORAGES)('the copy kept on this device (%s)', (kind) => {
   })
 
   test('a copy that has kept 500 updates is replayed into one by the worker, and opens offline with everything', async () => {
-    const { context, page, person, agent, orgId } = await signedInContext(
-      running.browser,
-      running.server.url,
-    )
-    const errors = watchErrors(page)
+    const { context, page, person, agent, orgId, errors } = await signedIn()
     await openBoard(page, orgId)
     const { columns } = await agent.ok('list_columns')
     // Three keys, so that 540 writes stay inside each key's rate budget.
@@ -125,13 +128,8 @@ describe.each(STORAGES)('the copy kept on this device (%s)', (kind) => {
   })
 
   test('a first visit asks the server at once: the board syncs while the worker that reads the copy has not even loaded', async () => {
-    const { context, page, agent, orgId } = await signedInContext(
-      running.browser,
-      running.server.url,
-    )
-    const errors = watchErrors(page)
-    const { columns } = await agent.ok('list_columns')
-    await agent.ok('create_task', { columnId: columns[0].id, title: 'On the server only' })
+    const { context, page, agent, orgId, errors } = await signedIn()
+    await addCard(agent, { title: 'On the server only' })
     // The worker's script is held back: nothing can read (or find empty) a copy meanwhile.
     let release = () => {}
     const held = new Promise<void>((resolve) => {
@@ -155,8 +153,7 @@ describe.each(STORAGES)('the copy kept on this device (%s)', (kind) => {
   })
 
   test('a board page asks who is signed in and for the sync token once each, both before the app has drawn anything', async () => {
-    const { context, page, orgId } = await signedInContext(running.browser, running.server.url)
-    const errors = watchErrors(page)
+    const { context, page, orgId, errors } = await signedIn()
     const asked: string[] = []
     page.on('request', (r) => {
       const path = new URL(r.url()).pathname
@@ -181,14 +178,9 @@ describe.each(STORAGES)('the copy kept on this device (%s)', (kind) => {
   })
 
   test('a return visit waits for the copy: the server is asked only for what the copy lacks', async () => {
-    const { context, page, agent, orgId } = await signedInContext(
-      running.browser,
-      running.server.url,
-    )
-    const errors = watchErrors(page)
-    const { columns } = await agent.ok('list_columns')
+    const { context, page, agent, orgId, errors } = await signedIn()
     const long = 'words the copy already holds '.repeat(150)
-    await agent.ok('create_task', { columnId: columns[0].id, title: 'Big', description: long })
+    await addCard(agent, { title: 'Big', description: long })
     await openBoard(page, orgId)
     await expect.poll(() => boardCopy(page, 'Big').then((c) => c.holds)).toBe(true)
     // What the server sends on the next visit, measured on the socket.
@@ -207,11 +199,7 @@ describe.each(STORAGES)('the copy kept on this device (%s)', (kind) => {
   })
 
   test('a copy in the layout the previous version wrote opens offline with the edit it holds, and the edit reaches the server once online', async () => {
-    const { context, page, agent, orgId } = await signedInContext(
-      running.browser,
-      running.server.url,
-    )
-    const errors = watchErrors(page)
+    const { context, page, agent, orgId, errors } = await signedIn()
     await previousVersionCopy(page, agent, orgId)
     await context.setOffline(true)
     await page.goto(`/o/${orgId}/board`)
@@ -227,11 +215,7 @@ describe.each(STORAGES)('the copy kept on this device (%s)', (kind) => {
   })
 
   test('a copy the previous version left, opened online, gives the server its edit although the page did not know of the copy', async () => {
-    const { context, page, agent, orgId } = await signedInContext(
-      running.browser,
-      running.server.url,
-    )
-    const errors = watchErrors(page)
+    const { context, page, agent, orgId, errors } = await signedIn()
     await previousVersionCopy(page, agent, orgId)
     await page.goto(`/o/${orgId}/board`)
     await card(page, 'Kept by the previous version').waitFor()

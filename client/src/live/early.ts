@@ -1,5 +1,6 @@
 import { HocuspocusProviderWebsocket } from '@hocuspocus/provider'
 import { appApi } from '../api/app-api.ts'
+import { orgIdInPath } from '../boot.ts'
 import { warmLocalCopies } from './local-copy.ts'
 
 /** The organisation's live socket, as every page of it opens one. */
@@ -36,7 +37,7 @@ let tooLate = false
  * a real network). Whatever the organisation's live connection does not take is let go.
  */
 export function startEarly(pathname: string): void {
-  const orgId = /^\/o\/([0-9a-f-]{36})(?:\/|$)/i.exec(pathname)?.[1]
+  const orgId = orgIdInPath(pathname)
   if (!orgId || !navigator.onLine || early || tooLate) return
   warmLocalCopies()
   const token = appApi.syncToken(orgId).catch(() => undefined)
