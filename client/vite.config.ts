@@ -31,9 +31,35 @@ function serviceWorker(): Plugin {
   }
 }
 
+const BOOT_PLACEHOLDER = '<!-- corkboard:boot -->'
+
+/**
+ * Writes the page's first script (src/boot/boot.ts) into index.html itself, where the
+ * placeholder comment is, so it runs while the HTML is read: as a module script of its own
+ * it would be bundled with the app and run only once all of the app's code had arrived.
+ * The server allows it by the hash of its text (server/static.ts).
+ */
+function inlineBoot(): Plugin {
+  return {
+    name: 'corkboard-inline-boot',
+    async transformIndexHtml(html) {
+      const source = readFileSync(join(root, 'src/boot/boot.ts'), 'utf8')
+      const compiled = await transformWithOxc(source, 'boot.ts', { lang: 'ts' })
+      // A file that imports types only still reads as a module: it ends `export {};`.
+      const code = compiled.code.replace(/^export \{\};?\s*$/m, '')
+      if (/^\s*(import|export)\b/m.test(code)) {
+        throw new Error('src/boot/boot.ts is written into the page: it may import types only')
+      }
+      if (!html.includes(BOOT_PLACEHOLDER)) throw new Error(`index.html lacks ${BOOT_PLACEHOLDER}`)
+      // In a function of its own: a classic script's names would otherwise be globals.
+      return html.replace(BOOT_PLACEHOLDER, `<script>(() => {\n${code}})()</script>`)
+    },
+  }
+}
+
 export default defineConfig({
   root,
-  plugins: [react(), serviceWorker()],
+  plugins: [react(), inlineBoot(), serviceWorker()],
   // Module workers, so the copy's worker loads Yjs only when it needs it (a chunk of its own).
   worker: { format: 'es' },
   build: {

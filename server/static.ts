@@ -39,28 +39,48 @@ const COMPRESSIBLE = new Set(['.html', '.js', '.mjs', '.css', '.json', '.svg', '
 /**
  * The page may only talk to its own origin (HTTP and the live-sync WebSocket); style
  * attributes are inline because React and the canvas library position things with them.
+ * Scripts come from the origin, and inline ones only by the hash of their text: the page's
+ * first script is written into index.html (client/src/boot/boot.ts), so those hashes are
+ * read from the page served (inlineScriptHashes).
  */
-const CONTENT_SECURITY_POLICY = [
-  "default-src 'self'",
-  "script-src 'self'",
-  "style-src 'self' 'unsafe-inline'",
-  "img-src 'self' data: blob:",
-  "connect-src 'self' ws: wss:",
-  "worker-src 'self'",
-  "frame-ancestors 'none'",
-  "base-uri 'self'",
-  "form-action 'self'",
-].join('; ')
+function contentSecurityPolicy(scriptHashes: readonly string[] = []): string {
+  return [
+    "default-src 'self'",
+    ["script-src 'self'", ...scriptHashes.map((h) => `'${h}'`)].join(' '),
+    "style-src 'self' 'unsafe-inline'",
+    "img-src 'self' data: blob:",
+    "connect-src 'self' ws: wss:",
+    "worker-src 'self'",
+    "frame-ancestors 'none'",
+    "base-uri 'self'",
+    "form-action 'self'",
+  ].join('; ')
+}
+
+/** `sha256-…` of every inline script in a page, as a Content-Security-Policy names it. */
+export function inlineScriptHashes(html: string): string[] {
+  const hashes: string[] = []
+  for (const m of html.matchAll(/<script\b([^>]*)>([\s\S]*?)<\/script>/gi)) {
+    if (/\bsrc\s*=/i.test(m[1] ?? '')) continue
+    const digest = createHash('sha256')
+      .update(m[2] ?? '', 'utf8')
+      .digest('base64')
+    hashes.push(`sha256-${digest}`)
+  }
+  return hashes
+}
 
 /**
  * What every page of the service carries, the 503 "not built" page included: the policy
  * above, and X-Frame-Options for browsers that predate `frame-ancestors` (clickjacking: a
  * page elsewhere must not show the board in a frame and trick clicks onto it).
  */
-const PAGE_HEADERS = {
-  'content-security-policy': CONTENT_SECURITY_POLICY,
-  'x-frame-options': 'DENY',
-  'referrer-policy': 'same-origin',
+function pageHeaders(scriptHashes?: readonly string[]): Record<string, string> {
+  return {
+    'content-security-policy': contentSecurityPolicy(scriptHashes),
+    'x-frame-options': 'DENY',
+    'referrer-policy': 'same-origin',
+  }
 }
 
 interface CachedFile {
@@ -69,6 +89,8 @@ interface CachedFile {
   body: Buffer
   etag: string
   type: string
+  /** A page's inline scripts, allowed by hash (inlineScriptHashes). */
+  scriptHashes?: string[]
   /** Compressed on the thread pool, once per file (a 450 kB bundle takes ~0.1 s). */
   gzip?: Promise<Buffer>
   br?: Promise<Buffer>
@@ -109,6 +131,7 @@ export function staticSite(root: string = CLIENT_DIST) {
       etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`,
       type: TYPES[extname(relative).toLowerCase()] ?? 'application/octet-stream',
     }
+    if (file.type.startsWith('text/html')) file.scriptHashes = inlineScriptHashes(body.toString())
     files.set(relative, file)
     return file
   }
@@ -149,7 +172,7 @@ export function staticSite(root: string = CLIENT_DIST) {
       vary: 'accept-encoding',
       'x-content-type-options': 'nosniff',
     }
-    if (file.type.startsWith('text/html')) Object.assign(headers, PAGE_HEADERS)
+    if (file.scriptHashes) Object.assign(headers, pageHeaders(file.scriptHashes))
     if (req.headers['if-none-match'] === file.etag) {
       res.writeHead(304, headers)
       res.end()
@@ -212,7 +235,7 @@ export function staticSite(root: string = CLIENT_DIST) {
           'content-type': 'text/plain; charset=utf-8',
           'cache-control': 'no-store',
           'x-content-type-options': 'nosniff',
-          ...PAGE_HEADERS,
+          ...pageHeaders(),
         })
         res.end(req.method === 'HEAD' ? undefined : text)
         return true

@@ -1,9 +1,10 @@
+import { createHash } from 'node:crypto'
 import { readdirSync } from 'node:fs'
 import { request } from 'node:http'
 import { join } from 'node:path'
 import { brotliDecompressSync, gunzipSync } from 'node:zlib'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { CLIENT_DIST } from '../../server/static.ts'
+import { CLIENT_DIST, inlineScriptHashes } from '../../server/static.ts'
 import { startServer, type TestServer } from '../support/server.ts'
 
 function rawGet(
@@ -46,6 +47,24 @@ describe('serving the web app', () => {
     expect(res.headers.get('cache-control')).toBe('no-cache')
     expect(res.headers.get('content-security-policy')).toContain("default-src 'self'")
     expect(await res.text()).toContain('<div id="root">')
+  })
+
+  test("the page's first script is written into index.html, and the policy allows exactly it, by the hash of its text", async () => {
+    const res = await get('/')
+    const html = await res.text()
+    const inline = [...html.matchAll(/<script>([\s\S]*?)<\/script>/g)].map((m) => m[1] as string)
+    expect(inline).toHaveLength(1)
+    expect(inline[0]).toContain('corkboardBoot')
+    const digest = createHash('sha256')
+      .update(inline[0] as string)
+      .digest('base64')
+    const scriptSrc = (res.headers.get('content-security-policy') ?? '')
+      .split(';')
+      .map((d) => d.trim())
+      .find((d) => d.startsWith('script-src'))
+    expect(scriptSrc).toBe(`script-src 'self' 'sha256-${digest}'`)
+    // Not `unsafe-inline`: a script injected into the page would not run.
+    expect(inlineScriptHashes('<script>alert(1)</script>')).not.toContain(`sha256-${digest}`)
   })
 
   test('a deep link of the app gets index.html (the app routes it)', async () => {

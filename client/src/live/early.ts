@@ -1,6 +1,5 @@
 import { HocuspocusProviderWebsocket } from '@hocuspocus/provider'
 import { appApi } from '../api/app-api.ts'
-import { orgIdInPath } from '../boot.ts'
 import { warmLocalCopies } from './local-copy.ts'
 
 /** The organisation's live socket, as every page of it opens one. */
@@ -36,8 +35,9 @@ let tooLate = false
  * after the other once /me has answered (about a tenth of a second on loopback, more over
  * a real network). Whatever the organisation's live connection does not take is let go.
  */
-export function startEarly(pathname: string): void {
-  const orgId = orgIdInPath(pathname)
+export function startEarly(): void {
+  // The page's first script read the organisation from the address the page opened on.
+  const orgId = window.corkboardBoot?.orgId
   if (!orgId || !navigator.onLine || early || tooLate) return
   warmLocalCopies()
   const token = appApi.syncToken(orgId).catch(() => undefined)

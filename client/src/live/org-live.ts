@@ -1,6 +1,7 @@
 import type { HocuspocusProviderWebsocket } from '@hocuspocus/provider'
 import { appApi } from '../api/app-api.ts'
 import { Emitter } from '../store.ts'
+import { pageSettled } from '../sw/register.ts'
 import { liveSocket, takeEarly } from './early.ts'
 import { LiveDoc, localName } from './live-doc.ts'
 import { forgetCopiesKept, warmLocalCopies } from './local-copy.ts'
@@ -211,6 +212,7 @@ export class OrgLive {
     }
     if (next === this.state) return
     this.state = next
+    if (next === 'synced') pageSettled()
     this.changed.emit()
   }
 
