@@ -123,15 +123,7 @@ export class BoardStore {
     this.dependencies = docDependencyBoard(this.maps)
     this.rebuildColumns()
     this.rebuildProjects()
-    this.maps.tasks.forEach((_m, id) => {
-      const card = this.readCard(id)
-      if (!card) return
-      this.cards.set(id, card)
-      this.index(id, [], card.blockedBy)
-    })
-    const columns = new Set<string>()
-    for (const card of this.cards.values()) columns.add(card.columnId)
-    for (const c of columns) this.sortColumn(c)
+    this.readAllCards()
     this.scheduleExpiry()
     this.observe()
   }
@@ -314,6 +306,48 @@ export class BoardStore {
     }
   }
 
+  /**
+   * Reads every card of the document into a store that holds none, and orders every column
+   * in one pass: how a board is read when it arrives whole (the first sync, or the copy on
+   * this device), rather than card by card as edits are.
+   */
+  private readAllCards() {
+    const byColumn = new Map<string, CardView[]>()
+    this.maps.tasks.forEach((_m, id) => {
+      const card = this.readCard(id)
+      if (!card) return
+      this.cards.set(id, card)
+      this.index(id, [], card.blockedBy)
+      if (card.archivedAt) return
+      const list = byColumn.get(card.columnId)
+      if (list) list.push(card)
+      else byColumn.set(card.columnId, [card])
+    })
+    for (const [columnId, list] of byColumn) {
+      list.sort(byPosition)
+      const version = (this.columnCards.get(columnId)?.version ?? 0) + 1
+      this.columnCards.set(columnId, { ids: list.map((c) => c.id), version })
+    }
+  }
+
+  /**
+   * The whole board arrived into a store that held no card: read it at once, and notify
+   * every column, the layout and the tags, and whoever already listens to a card or its
+   * dependency sections (nothing else has been shown yet).
+   */
+  private loadAllCards() {
+    this.readAllCards()
+    this.tagList = undefined
+    this.layoutVersion += 1
+    const topics = new Set<string>(['tags', 'layout'])
+    for (const columnId of this.columnCards.keys()) topics.add(`cards:${columnId}`)
+    for (const topic of this.listeners.keys()) {
+      if (topic.startsWith('card:')) topics.add(topic)
+      else if (topic.startsWith('deps:')) this.touchDeps(topic.slice('deps:'.length), topics)
+    }
+    this.emit(topics)
+  }
+
   private sortColumn(columnId: string) {
     const list: CardView[] = []
     for (const c of this.cards.values()) {
@@ -425,7 +459,9 @@ export class BoardStore {
         // Typing in a description changes nothing the board shows.
         if (typeof id === 'string' && field !== 'description') dirty.add(id)
       }
-      if (dirty.size > 0) this.refreshCards(dirty)
+      if (dirty.size === 0) return
+      if (this.cards.size === 0) this.loadAllCards()
+      else this.refreshCards(dirty)
     }
     tasks.observeDeep(onTasks)
     this.unobserve.push(() => tasks.unobserveDeep(onTasks))
@@ -477,7 +513,8 @@ export class BoardStore {
     this.unobserve.push(() => projects.unobserveDeep(onProjects))
 
     const onClaims = (e: Y.YMapEvent<ClaimRecord>) => {
-      this.refreshCards(e.keysChanged)
+      // A card not read yet arrived in this same transaction: reading it reads its claim.
+      this.refreshCards([...e.keysChanged].filter((id) => this.cards.has(id)))
       this.scheduleExpiry()
     }
     claims.observe(onClaims)
