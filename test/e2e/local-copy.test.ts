@@ -189,6 +189,12 @@ describe.each(STORAGES)('the copy kept on this device (%s)', (kind) => {
   test('the service worker installs only once the board is shown in sync, not while it loads', async () => {
     const { context, page, agent, orgId, errors } = await signedIn()
     await addCard(agent, { title: 'Shown before the worker' })
+    // Who is signed in answers late, so the live socket is open well before any document
+    // is: a socket with nothing on it yet must not count as the board in sync.
+    await context.route('**/api/app/me', async (route) => {
+      await new Promise((resolve) => setTimeout(resolve, 1_500))
+      await route.continue()
+    })
     await context.addInitScript(() => {
       const seen: { registered?: number; synced?: number } = {}
       Object.assign(window, { swTimes: seen })

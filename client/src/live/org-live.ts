@@ -212,7 +212,8 @@ export class OrgLive {
     }
     if (next === this.state) return
     this.state = next
-    if (next === 'synced') pageSettled()
+    // Not before a document is open: the socket alone reads as synced for a moment.
+    if (next === 'synced' && this.docs.size > 0) pageSettled()
     this.changed.emit()
   }
 
