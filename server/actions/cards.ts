@@ -29,7 +29,7 @@ export async function openCard(
   taskId: string,
 ): Promise<{ doc: Y.Doc; board: Y.Map<unknown> | undefined; newest: string | null }> {
   const board = boardMaps(w.doc).tasks.get(taskId)
-  const archived = board ? undefined : await lockArchived(w.tx, orgId, taskId)
+  const archived = board ? undefined : await lockArchived(w, orgId, taskId)
   if (!board && !archived) throw notFound(`No card with taskId ${taskId} in this organisation`)
   const doc = w.open(cardDocName(orgId, taskId))
   return { doc, board, newest: statsOf(doc).lastCommentAt }

@@ -43,7 +43,7 @@ export async function editCard(
 ): Promise<Task> {
   const view = new BoardView(w.doc)
   const onBoard = boardMaps(w.doc).tasks.get(taskId)
-  const archived = onBoard ? undefined : await lockArchived(w.tx, ctx.key.orgId, taskId)
+  const archived = onBoard ? undefined : await lockArchived(w, ctx.key.orgId, taskId)
   if (!onBoard && !archived) {
     throw notFound(`No card with taskId ${taskId} in this organisation`)
   }
@@ -234,7 +234,7 @@ export async function archive_task(
   return ctx.writeBoard(async (w) => {
     const view = new BoardView(w.doc)
     const onBoard = view.storedTask(taskId)
-    const archived = onBoard ? undefined : await lockArchived(w.tx, ctx.key.orgId, taskId)
+    const archived = onBoard ? undefined : await lockArchived(w, ctx.key.orgId, taskId)
     if (!onBoard && !archived) throw notFound(`No card with taskId ${taskId} in this organisation`)
     if (!onBoard) return { taskId, archivedAt: archived?.archivedAt ?? w.now }
     archive(w, { ...onBoard, archivedAt: w.now, updatedAt: w.now })

@@ -390,7 +390,7 @@ export function peopleActionRoutes(router: Router, deps: PeopleActionDeps): void
       const task = await write(user, org, async (w): Promise<Task> => {
         const view = new BoardView(w.doc, now())
         if (view.hasTask(taskId)) throw conflict(`Card ${taskId} is on the board, not archived`)
-        const archived = await lockArchived(w.tx, org.id, taskId)
+        const archived = await lockArchived(w, org.id, taskId)
         if (!archived) throw new ApiError(404, `No card with taskId ${taskId} in this organisation`)
         await assertUnclaimed(w.tx, org.id, [taskId], now())
         const columnId = restoreColumn(view, archived)

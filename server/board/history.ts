@@ -5,6 +5,7 @@ import { shownOnCard } from '../../shared/claims.ts'
 import type { ClaimRecord } from '../../shared/records.ts'
 import { notFound } from '../api-error.ts'
 import { type ClaimRow, claimRecordFromRow } from '../claims/locks.ts'
+import type { WriteScope } from '../live/lane.ts'
 import { taskFromArchived } from './archive.ts'
 import type { BoardView } from './board-view.ts'
 
@@ -170,17 +171,27 @@ export async function findArchived(
   return (await archivedByIds(q, orgId, [taskId])).get(taskId)
 }
 
-/** An archived card's row, locked for the rest of a write (two writes to it take turns). */
+/**
+ * An archived card's row, locked for the rest of a write (two writes to it take turns), as
+ * people's edits not yet stored leave it: a person may have archived the card, or
+ * commented on it since, a moment before this write.
+ */
 export async function lockArchived(
-  tx: Queryable,
+  w: Pick<WriteScope, 'tx' | 'pendingArchived'>,
   orgId: string,
   taskId: string,
 ): Promise<StoredTask | undefined> {
-  const [row] = await tx.query<Rows<ArchivedTaskRow>>(
+  // Read first: an earlier write storing them may commit while the row is read, and then
+  // both say the same.
+  const pending = w.pendingArchived(taskId)
+  const [row] = await w.tx.query<Rows<ArchivedTaskRow>>(
     'select id, record from archived_tasks where id = $1 and org_id = $2 for update',
     [taskId, orgId],
   )
-  return row ? taskFromArchived(row.id, row.record) : undefined
+  const record = pending.record !== undefined ? pending.record : row?.record
+  if (!record) return undefined
+  const task = taskFromArchived(taskId, record)
+  return pending.stats ? { ...task, stats: pending.stats } : task
 }
 
 /**

@@ -16,7 +16,7 @@ import type {
   ServerTransactionOrigin,
   WriteOrigin,
 } from './origin.ts'
-import { PeoplePending, type TakenPeople } from './people-pending.ts'
+import { type PendingArchived, PeoplePending, type TakenPeople } from './people-pending.ts'
 import { type DocEntry, type DocRegistry, gone } from './registry.ts'
 import {
   IdempotencyTakenOver,
@@ -55,6 +55,12 @@ export interface WriteScope {
   mutateDoc<T>(doc: Y.Doc, fn: (doc: Y.Doc) => T): T
   /** Runs once the transaction committed and the documents show the change. */
   afterCommit(fn: () => void): void
+  /**
+   * What people's edits not yet stored do to an archived card's row (a person archived the
+   * card, or commented on it since): they are stored ahead of this write but after it
+   * reads, so a row read from storage is read through this (board/history.ts lockArchived).
+   */
+  pendingArchived(taskId: string): PendingArchived
   /**
    * Marks an Idempotency-Key done with this write's answer as the write is stored, in its
    * record statement: the answer commits with the write, and the write still joins group
@@ -316,6 +322,7 @@ export class OrgLane {
           afterCommit: (f) => {
             after.push(f)
           },
+          pendingArchived: (taskId) => this.people.archived(taskId),
           idempotent: (entry) => {
             idempotency = entry
           },

@@ -1,6 +1,7 @@
 import * as Y from 'yjs'
+import type { TaskStats } from '../../shared/records.ts'
 import type { ChangeKind, DomainEvent, WriteOrigin } from './origin.ts'
-import type { RowOp } from './write-record.ts'
+import type { ArchivedRow, RowOp } from './write-record.ts'
 
 /**
  * People's edits of one organisation's documents that are live (applied, broadcast) but
@@ -10,6 +11,15 @@ import type { RowOp } from './write-record.ts'
  * transaction, ahead of its own record, so storage always holds what the documents were
  * built on. A failed commit puts the items back, to be stored by the next attempt.
  */
+/**
+ * What people's edits not yet stored do to an archived card's row: `record` when they put
+ * the whole row (null: it goes), `stats` when they changed its stats after that.
+ */
+export interface PendingArchived {
+  record?: ArchivedRow | null
+  stats?: TaskStats
+}
+
 export interface PeopleReport {
   origin: WriteOrigin
   changes: { kind: ChangeKind; entityId: string }[]
@@ -89,6 +99,25 @@ export class PeoplePending {
   /** Forgets a deleted document's pending updates (what was stored is deleted with it). */
   forgetDoc(doc: string): void {
     this.items = this.items.filter((i) => i.doc !== doc || i.inFlight)
+  }
+
+  /**
+   * What the pending reports, in flight or not, do to archived card `id`'s row, in order:
+   * a write reading the row from storage reads it as these will leave it (they are stored
+   * ahead of the write, but after it has read).
+   */
+  archived(id: string): PendingArchived {
+    const out: PendingArchived = {}
+    for (const i of this.items) {
+      for (const op of i.report?.ops ?? []) {
+        if (op.id !== id) continue
+        if (op.t === 'archived') {
+          out.record = op.rec
+          delete out.stats
+        } else if (op.t === 'archived_stats') out.stats = op.rec
+      }
+    }
+    return out
   }
 
   /** Every pending update of one document, stored or in flight: a reload applies them. */

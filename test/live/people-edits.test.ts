@@ -286,6 +286,61 @@ describe.each(STORAGES)("people's live edits follow the agents' rules (%s)", (ki
     }
   })
 
+  test("a restore right after people's edits reads the card as they left it: archived by a person a moment ago, and with the stats of a comment written since", async () => {
+    const card = await newCard()
+    const token = await owner.syncToken()
+    // Its own connections: nothing another test left unsent is waited for here.
+    const board = await connectProvider(server.url, boardDocName(owner.orgId), token)
+    const thread = await connectProvider(server.url, cardDocName(owner.orgId, card.id), token)
+    const acknowledged = (live: LiveClient, step: string) =>
+      eventually(() => (live.provider.hasUnsyncedChanges ? undefined : true), 10_000).catch(
+        (error: unknown) => {
+          throw new Error(`${step}: the server did not acknowledge the edit`, { cause: error })
+        },
+      )
+    const restore = () =>
+      owner.request('POST', `/api/app/orgs/${owner.orgId}/tasks/${card.id}/restore`)
+    try {
+      // Archived by a person: restored the moment the server has it, before it is stored.
+      await eventually(() => task(board, card.id))
+      task(board, card.id).set('archivedAt', new Date().toISOString())
+      await acknowledged(board, 'archiving')
+      expect((await restore()).status).toBe(200)
+      await eventually(() => task(b, card.id), 10_000)
+
+      // Archived again, then a person comments on it: restored the moment the server has
+      // the comment, it comes back counting it.
+      await agent.ok('archive_task', { taskId: card.id })
+      await eventually(() => (task(b, card.id) ? undefined : true), 10_000)
+      const m = new Y.Map<unknown>()
+      m.set('taskId', card.id)
+      m.set('body', 'said while it was archived')
+      cardMaps(thread.doc).comments.set(crypto.randomUUID(), m)
+      await acknowledged(thread, 'commenting')
+      expect((await restore()).status).toBe(200)
+    } finally {
+      thread.destroy()
+      board.destroy()
+    }
+    await server.app.live.flushPeople(owner.orgId)
+    const { task: restored } = await agent.ok('get_task', { taskId: card.id })
+    expect(restored.commentCount).toBe(1)
+    expect(restored.archivedAt).toBeNull()
+    await eventually(
+      () =>
+        (task(b, card.id)?.get('stats') as { commentCount?: number } | undefined)?.commentCount ===
+        1
+          ? true
+          : undefined,
+      10_000,
+    )
+    // Nothing of it is left in the archive.
+    const rows = await server.storage.db.query('select id from archived_tasks where id = $1', [
+      card.id,
+    ])
+    expect(rows).toEqual([])
+  })
+
   test('two people editing one description concurrently both keep their text', async () => {
     const card = await newCard()
     const textA = task(a, card.id).get('description') as Y.Text
