@@ -1,4 +1,4 @@
-import type { Page } from 'playwright-core'
+import type { BrowserContext, Page } from 'playwright-core'
 import { describe, expect, test } from 'vitest'
 import * as Y from 'yjs'
 import { boardMaps, taskMap } from '../../shared/board-doc.ts'
@@ -131,14 +131,7 @@ describe.each(STORAGES)('the copy kept on this device (%s)', (kind) => {
     const { context, page, agent, orgId, errors } = await signedIn()
     await addCard(agent, { title: 'On the server only' })
     // The worker's script is held back: nothing can read (or find empty) a copy meanwhile.
-    let release = () => {}
-    const held = new Promise<void>((resolve) => {
-      release = resolve
-    })
-    await context.route(/local-copy\.worker-[^/]*\.js$/, async (route) => {
-      await held
-      await route.continue()
-    })
+    const release = await holdBack(context, /local-copy\.worker-[^/]*\.js$/)
     await page.goto(`/o/${orgId}/board`)
     await card(page, 'On the server only').waitFor()
     await page.locator('[data-sync-state="synced"]').waitFor()
@@ -164,14 +157,7 @@ describe.each(STORAGES)('the copy kept on this device (%s)', (kind) => {
       if (path === '/api/app/me' || path.endsWith('/sync-token')) asked.push(path)
     })
     // The app's code is held back: whatever asks meanwhile is the page's own first script.
-    let release = () => {}
-    const held = new Promise<void>((resolve) => {
-      release = resolve
-    })
-    await context.route(/\/assets\/index-[^/]*\.js$/, async (route) => {
-      await held
-      await route.continue()
-    })
+    const release = await holdBack(context, /\/assets\/index-[^/]*\.js$/)
     await page.goto(`/o/${orgId}/board`, { waitUntil: 'commit' })
     await expect.poll(() => asked.length).toBe(2)
     expect(await page.locator('[data-column-id]').count()).toBe(0)
@@ -249,10 +235,7 @@ describe.each(STORAGES)('the copy kept on this device (%s)', (kind) => {
     await card(page, 'Kept by the previous version').waitFor()
 
     await context.setOffline(false)
-    await page.locator('[data-sync-state="synced"]').waitFor({ timeout: 20_000 })
-    await expect
-      .poll(async () => (await agent.ok('get_board')).tasks.map((t: { title: string }) => t.title))
-      .toEqual(['Kept by the previous version'])
+    await previousEditReachesServer(page, agent)
     expect(errors).toEqual([])
     await context.close()
   })
@@ -262,14 +245,32 @@ describe.each(STORAGES)('the copy kept on this device (%s)', (kind) => {
     await previousVersionCopy(page, agent, orgId)
     await page.goto(`/o/${orgId}/board`)
     await card(page, 'Kept by the previous version').waitFor()
-    await page.locator('[data-sync-state="synced"]').waitFor({ timeout: 20_000 })
-    await expect
-      .poll(async () => (await agent.ok('get_board')).tasks.map((t: { title: string }) => t.title))
-      .toEqual(['Kept by the previous version'])
+    await previousEditReachesServer(page, agent)
     expect(errors).toEqual([])
     await context.close()
   })
 })
+
+/** Holds back the answers to requests matching `url` until the returned function is called. */
+async function holdBack(context: BrowserContext, url: RegExp): Promise<() => void> {
+  let release = () => {}
+  const held = new Promise<void>((resolve) => {
+    release = resolve
+  })
+  await context.route(url, async (route) => {
+    await held
+    await route.continue()
+  })
+  return release
+}
+
+/** Once the page is in sync, the server holds the edit the previous version's copy kept. */
+async function previousEditReachesServer(page: Page, agent: Agent): Promise<void> {
+  await page.locator('[data-sync-state="synced"]').waitFor({ timeout: 20_000 })
+  await expect
+    .poll(async () => (await agent.ok('get_board')).tasks.map((t: { title: string }) => t.title))
+    .toEqual(['Kept by the previous version'])
+}
 
 /**
  * Leaves the board's copy as the previous version did: in y-indexeddb's layout, holding an
