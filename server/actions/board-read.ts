@@ -3,10 +3,8 @@ import type { StoredTask } from '../../shared/board-doc.ts'
 import type { StoredComment } from '../../shared/card-doc.ts'
 import { LIMITS } from '../../shared/constants.ts'
 import type { Attachment, Comment, Task } from '../../shared/records.ts'
-import type { ActionContext } from '../agent/context.ts'
-import { badRequest, notFound } from '../api-error.ts'
 import { activity } from '../board/activity.ts'
-import { boardAnswer } from '../board/board-answers.ts'
+import { boardAnswer } from '../board/answer-cache.ts'
 import { type BoardView, summaryOf } from '../board/board-view.ts'
 import {
   attachmentsOfTask,
@@ -16,8 +14,10 @@ import {
   newestAttachments,
   newestComments,
 } from '../board/history.ts'
+import { badRequest, notFound } from '../errors.ts'
 import { attachmentLinker, screenshotImages } from '../files/attachments.ts'
 import { prepareJson, prepareObject } from '../http/prepared-json.ts'
+import type { ActionContext } from './context.ts'
 
 /** whoami: the organisation, the key and how much is on the board. */
 export async function whoami(ctx: ActionContext): Promise<ActionResults['whoami']> {

@@ -2,8 +2,8 @@ import type * as Y from 'yjs'
 import { boardMaps } from '../../shared/board-doc.ts'
 import { statsOf } from '../../shared/card-doc.ts'
 import { cardDocName } from '../../shared/doc-names.ts'
-import { notFound } from '../api-error.ts'
 import { lockArchived } from '../board/history.ts'
+import { notFound } from '../errors.ts'
 import type { WriteScope } from '../live/live-docs.ts'
 
 /**

@@ -2,9 +2,9 @@ import type { ActionInput, ActionResults } from '../../shared/actions.ts'
 import { shownOnCard } from '../../shared/claims.ts'
 import { LIMITS } from '../../shared/constants.ts'
 import type { Task } from '../../shared/records.ts'
-import type { ActionContext } from '../agent/context.ts'
 import { archivedByIds, attachmentsByIds, claimsByIds, commentsByIds } from '../board/history.ts'
 import { readChangePage } from '../changes/feed.ts'
+import type { ActionContext } from './context.ts'
 
 /**
  * get_changes: the change feed, in the get_board shapes. Read-only. The page of change

@@ -1,12 +1,12 @@
 import type { ActionInput, ActionResults } from '../../shared/actions.ts'
 import type { StoredTask } from '../../shared/board-doc.ts'
 import { priorityRank } from '../../shared/priority.ts'
-import type { ActionContext } from '../agent/context.ts'
-import { badRequest } from '../api-error.ts'
 import { BoardView } from '../board/board-view.ts'
 import { CLAIM_LOCK_SPACE } from '../claims/locks.ts'
 import { newClaim } from '../claims/store.ts'
+import { badRequest } from '../errors.ts'
 import { project } from './claims.ts'
+import type { ActionContext } from './context.ts'
 
 const NOTHING = { task: null, claim: null }
 

@@ -1,12 +1,12 @@
 import type { ActionInput, ActionResults } from '../../shared/actions.ts'
 import { boardMaps } from '../../shared/board-doc.ts'
 import type { ClaimRecord } from '../../shared/records.ts'
-import type { ActionContext } from '../agent/context.ts'
 import { BoardView } from '../board/board-view.ts'
 import { requireCard } from '../board/history.ts'
 import { type ClaimRow, claimRecordFromRow, storedClaimFromRow } from '../claims/locks.ts'
 import { acquireClaim, heartbeatClaim, releaseClaim } from '../claims/store.ts'
 import type { WriteScope } from '../live/live-docs.ts'
+import type { ActionContext } from './context.ts'
 
 /**
  * Projects the claim row into the board document's `claims` map (cards on the board only:

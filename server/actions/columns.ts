@@ -3,11 +3,11 @@ import * as Y from 'yjs'
 import type { ActionInput, ActionResults } from '../../shared/actions.ts'
 import { boardMaps, readColumn, type StoredTask } from '../../shared/board-doc.ts'
 import { POSITION_STEP } from '../../shared/constants.ts'
-import type { ActionContext } from '../agent/context.ts'
-import { badRequest } from '../api-error.ts'
 import { archivedRow } from '../board/archive.ts'
 import { BoardView } from '../board/board-view.ts'
 import { archivedInColumn } from '../board/history.ts'
+import { badRequest } from '../errors.ts'
+import type { ActionContext } from './context.ts'
 import { requireProject } from './tasks.ts'
 
 /** create_column: appended at the end unless `position` is given; organisation-level without projectId. */

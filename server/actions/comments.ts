@@ -3,11 +3,11 @@ import * as Y from 'yjs'
 import type { ActionInput, ActionResults } from '../../shared/actions.ts'
 import { cardMaps, readComment } from '../../shared/card-doc.ts'
 import { cardDocName } from '../../shared/doc-names.ts'
-import type { ActionContext } from '../agent/context.ts'
-import { forbidden, notFound } from '../api-error.ts'
 import { requireComment } from '../board/history.ts'
 import { stampAfter } from '../board/stamps.ts'
+import { forbidden, notFound } from '../errors.ts'
 import { cardDoc, followStats, openCard } from './cards.ts'
+import type { ActionContext } from './context.ts'
 
 /**
  * add_comment: not claim locked (works under anyone's claim), archived cards too. The

@@ -6,9 +6,9 @@ import {
   describeDependencyProblem,
   foldBlockers,
 } from '../../shared/dependencies.ts'
-import type { ActionContext } from '../agent/context.ts'
-import { badRequest, notFound } from '../api-error.ts'
 import { BoardView } from '../board/board-view.ts'
+import { badRequest, notFound } from '../errors.ts'
+import type { ActionContext } from './context.ts'
 import { editCard } from './tasks.ts'
 
 /** What an archived card keeps of itself that the dependency rules read. */

@@ -3,9 +3,9 @@ import * as Y from 'yjs'
 import type { ActionInput, ActionResults } from '../../shared/actions.ts'
 import { mapDocName } from '../../shared/board-doc.ts'
 import { mapDocMaps, readEdge } from '../../shared/map-doc.ts'
-import type { ActionContext } from '../agent/context.ts'
-import { badRequest, notFound } from '../api-error.ts'
+import { badRequest, notFound } from '../errors.ts'
 import type { WriteScope } from '../live/live-docs.ts'
+import type { ActionContext } from './context.ts'
 import { indexItems, mapOfItem, presentEdge, writeMap } from './maps.ts'
 
 interface EdgeInput {

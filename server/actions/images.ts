@@ -2,12 +2,12 @@ import { randomUUID } from 'node:crypto'
 import * as Y from 'yjs'
 import type { ActionInput, ActionResults } from '../../shared/actions.ts'
 import { cardMaps, readAttachment } from '../../shared/card-doc.ts'
-import type { ActionContext } from '../agent/context.ts'
-import { badRequest } from '../api-error.ts'
+import { badRequest } from '../errors.ts'
 import { storeImage } from '../files/attachments.ts'
 import { safeFilename } from '../files/filename.ts'
 import { type ImageInfo, validateImage } from '../images/validate.ts'
 import { cardDoc, followStats, openCard } from './cards.ts'
+import type { ActionContext } from './context.ts'
 
 /**
  * Decodes `imageBase64` (its text was already checked as plain base64 within the size

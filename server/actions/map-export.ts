@@ -2,7 +2,7 @@ import { Resvg } from '@resvg/resvg-js'
 import type { ActionInput, ActionResults } from '../../shared/actions.ts'
 import { HEX_COLOR, type StoredNode } from '../../shared/map-doc.ts'
 import type { ExportFormat } from '../../shared/schemas/maps.ts'
-import type { ActionContext } from '../agent/context.ts'
+import type { ActionContext } from './context.ts'
 import {
   type EdgeEnds,
   liveEdges,

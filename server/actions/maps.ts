@@ -12,12 +12,12 @@ import {
   readNode,
   type StoredNode,
 } from '../../shared/map-doc.ts'
-import type { ActionContext } from '../agent/context.ts'
-import { notFound } from '../api-error.ts'
 import type { Config } from '../config.ts'
+import { notFound } from '../errors.ts'
 import { absoluteUrl } from '../files/links.ts'
 import { deleteDoc } from '../live/doc-store.ts'
 import type { WriteScope } from '../live/live-docs.ts'
+import type { ActionContext } from './context.ts'
 
 /**
  * Mind maps. Each map is one live document (`<orgId>/maps/<mapId>`, docs/design.md Contract 3)

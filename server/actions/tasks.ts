@@ -5,12 +5,12 @@ import { boardMaps, type StoredTask, taskMap } from '../../shared/board-doc.ts'
 import { LIMITS, POSITION_STEP } from '../../shared/constants.ts'
 import { EMPTY_STATS, type Task } from '../../shared/records.ts'
 import { replaceText } from '../../shared/ytext.ts'
-import type { ActionContext } from '../agent/context.ts'
-import { badRequest, notFound } from '../api-error.ts'
 import { archivedRow } from '../board/archive.ts'
 import { BoardView } from '../board/board-view.ts'
 import { cardClaim, lockArchived } from '../board/history.ts'
+import { badRequest, notFound } from '../errors.ts'
 import type { WriteScope } from '../live/live-docs.ts'
+import type { ActionContext } from './context.ts'
 
 /** A project of this organisation, or 400: a project from another organisation is a wrong value. */
 export function requireProject(view: BoardView, projectId: string): void {

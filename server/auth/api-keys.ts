@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { Db, Queryable } from '../../persistence/db.ts'
-import { ApiError } from '../api-error.ts'
+import { ApiError } from '../errors.ts'
 import { displayPrefix, newApiKey, parseApiKey } from './api-key-format.ts'
 import { sha256Hex } from './crypto.ts'
 

@@ -1,6 +1,6 @@
 import type { Db } from '../../persistence/db.ts'
-import type { Clock } from '../agent/context.ts'
-import { ApiError } from '../api-error.ts'
+import type { Clock } from '../actions/context.ts'
+import { ApiError } from '../errors.ts'
 import { addressKey } from '../http/client-address.ts'
 import { type BucketRow, chargeSql } from '../rate-limit/limiter.ts'
 import { sha256Hex } from './crypto.ts'

@@ -1,12 +1,12 @@
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https'
 import { rootCertificates } from 'node:tls'
-import type { Clock } from '../agent/context.ts'
+import type { Clock } from '../actions/context.ts'
 import {
   AddressRefusedError,
   bareHost,
   guardedLookup,
   refusedLiteral,
-} from '../webhooks/address-guard.ts'
+} from '../http/address-guard.ts'
 import { type ClientRow, checkClientMetadata } from './oauth-client-metadata.ts'
 
 /**

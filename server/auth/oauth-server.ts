@@ -1,6 +1,13 @@
 import { createHash } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Db } from '../../persistence/db.ts'
+import type { Clock } from '../actions/context.ts'
+import type { Config } from '../config.ts'
+import { ApiError } from '../errors.ts'
+import { clientAddress } from '../http/client-address.ts'
+import { ownOrigin } from '../http/cross-site.ts'
+import { readBody, sendJson } from '../http/json.ts'
+import type { Router } from '../http/router.ts'
 import {
   createSession,
   logIn,
@@ -8,15 +15,7 @@ import {
   normaliseEmail,
   organizationsOf,
   type User,
-} from '../accounts.ts'
-import type { Clock } from '../agent/context.ts'
-import { ApiError } from '../api-error.ts'
-import { readCookie, SESSION_COOKIE, sessionCookie } from '../app-api/session.ts'
-import type { Config } from '../config.ts'
-import { clientAddress } from '../http/client-address.ts'
-import { ownOrigin } from '../http/cross-site.ts'
-import { readBody, sendJson } from '../http/json.ts'
-import type { Router } from '../http/router.ts'
+} from './accounts.ts'
 import { hmacBase64url, randomToken, safeEqual, sha256Hex } from './crypto.ts'
 import { DEVICE_COOKIE, deviceCookie, deviceKnown, signDevice } from './device-cookie.ts'
 import { LoginThrottle, loginBudgets } from './login-throttle.ts'
@@ -25,6 +24,7 @@ import { type ClientRow, checkClientMetadata } from './oauth-client-metadata.ts'
 import { createGrant, refreshGrant, revokeToken } from './oauth-grants.ts'
 import { consentPage, errorPage, signInPage } from './oauth-pages.ts'
 import { sharedSecret } from './secrets.ts'
+import { readCookie, SESSION_COOKIE, sessionCookie } from './session.ts'
 
 /**
  * Corkboard as the OAuth 2.1 authorization server of its own /mcp, as the MCP

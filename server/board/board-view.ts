@@ -4,7 +4,7 @@ import { presentClaim, type StoredClaim, shownOnCard } from '../../shared/claims
 import { type DependencyBoard, isBlocked } from '../../shared/dependencies.ts'
 import { effectivePriority } from '../../shared/priority.ts'
 import type { ClaimRecord, Column, Project, Task, TaskSummary } from '../../shared/records.ts'
-import { notFound } from '../api-error.ts'
+import { notFound } from '../errors.ts'
 import { boardIndex } from './board-index.ts'
 
 /**

@@ -1,5 +1,5 @@
 import type { Queryable } from '../../persistence/db.ts'
-import type { ChangeKind } from '../live/origin.ts'
+import type { ChangeKind } from '../live/origins.ts'
 
 /**
  * The change log read as get_changes pages. Rows are stamped with their writing

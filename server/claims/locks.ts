@@ -2,8 +2,8 @@ import type { Queryable } from '../../persistence/db.ts'
 import { presentClaim, type StoredClaim } from '../../shared/claims.ts'
 import type { AgentIdentity } from '../../shared/labels.ts'
 import type { ClaimRecord } from '../../shared/records.ts'
-import type { Clock } from '../agent/context.ts'
-import { conflict } from '../api-error.ts'
+import type { Clock } from '../actions/context.ts'
+import { conflict } from '../errors.ts'
 
 export interface ClaimRow {
   task_id: string

@@ -1,5 +1,5 @@
 import type { Queryable } from '../../persistence/db.ts'
-import { conflict } from '../api-error.ts'
+import { conflict } from '../errors.ts'
 import { type Actor, type ClaimRow, isLiveRow, lockTasks } from './locks.ts'
 
 /**

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http'
-import { ApiError } from '../api-error.ts'
+import { ApiError } from '../errors.ts'
 
 /** Methods that change nothing: a page elsewhere may send them, and reads no answer (CORS). */
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS'])

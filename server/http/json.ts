@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { ApiError } from '../api-error.ts'
+import { ApiError } from '../errors.ts'
 import { preparedText } from './prepared-json.ts'
 import { asApiError, UNAVAILABLE_RETRY_SECONDS } from './unavailable.ts'
 

@@ -1,5 +1,5 @@
 import { isConnectionError } from '../../persistence/availability.ts'
-import { ApiError } from '../api-error.ts'
+import { ApiError } from '../errors.ts'
 
 /** How long a client is asked to wait while the database is away (it is probed twice a second). */
 export const UNAVAILABLE_RETRY_SECONDS = 2

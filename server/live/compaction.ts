@@ -1,6 +1,6 @@
 import type { Db } from '../../persistence/db.ts'
 import type { Logger } from '../http/json.ts'
-import { Compactor } from './compactor.ts'
+import { Compactor } from './compaction-thread.ts'
 import { compact, LEVEL } from './doc-store.ts'
 
 /**

@@ -3,21 +3,21 @@ import type { Document } from '@hocuspocus/server'
 import * as Y from 'yjs'
 import { isConnectionError, StorageUnavailable } from '../../persistence/availability.ts'
 import type { Db, Queryable, Transaction } from '../../persistence/db.ts'
-import { ApiError } from '../api-error.ts'
 import { invalidKeyError, keyRevoked, revokedKeyError } from '../auth/api-keys.ts'
+import { ApiError } from '../errors.ts'
 import type { Logger } from '../http/json.ts'
 import type { Compaction } from './compaction.ts'
-import { Gate } from './gate.ts'
+import { type DocEntry, type DocRegistry, gone } from './doc-registry.ts'
 import { drop, heldUpdates, hold, release } from './hold.ts'
+import { Gate } from './lane-gate.ts'
 import type {
   ChangeKind,
   DomainEvent,
   EventSink,
   ServerTransactionOrigin,
   WriteOrigin,
-} from './origin.ts'
-import { type PendingArchived, PeoplePending, type TakenPeople } from './people-pending.ts'
-import { type DocEntry, type DocRegistry, gone } from './registry.ts'
+} from './origins.ts'
+import { type PendingArchived, PeoplePending, type TakenPeople } from './pending-edits.ts'
 import {
   IdempotencyTakenOver,
   type IdempotentWrite,

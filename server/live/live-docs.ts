@@ -20,14 +20,14 @@ import { Compaction } from './compaction.ts'
 import { type CloseTarget, ConnectionControl, type Notice } from './connection-control.ts'
 import { loadInto, replay } from './doc-store.ts'
 import './hold.ts'
+import { PeopleEdits, RESTORE_ORIGIN } from '../review/people-edits.ts'
+import { type ConnectionContext, type DocEntry, DocRegistry } from './doc-registry.ts'
 import { OrgLane, type WriteScope } from './lane.ts'
-import type { EventSink, WriteOrigin } from './origin.ts'
-import { PeopleEdits, RESTORE_ORIGIN } from './people.ts'
+import type { EventSink, WriteOrigin } from './origins.ts'
 import { GatedRedis, watchRedis } from './redis.ts'
-import { type ConnectionContext, type DocEntry, DocRegistry } from './registry.ts'
 
+export type { ConnectionContext } from './doc-registry.ts'
 export type { WriteScope } from './lane.ts'
-export type { ConnectionContext } from './registry.ts'
 
 export type Authenticate = (token: string, documentName: string) => Promise<ConnectionContext>
 

@@ -1,7 +1,7 @@
 import type { Queryable } from '../../persistence/db.ts'
 import type { StoredAttachment, StoredComment } from '../../shared/card-doc.ts'
 import type { TaskStats } from '../../shared/records.ts'
-import type { ChangeKind, StagedEvents } from './origin.ts'
+import type { ChangeKind, StagedEvents } from './origins.ts'
 
 /**
  * A row a write puts into (or removes from) the history tables, in the same statement as

@@ -1,6 +1,6 @@
 import type { Db, Queryable } from '../../persistence/db.ts'
-import type { Clock } from '../agent/context.ts'
-import { ApiError } from '../api-error.ts'
+import type { Clock } from '../actions/context.ts'
+import { ApiError } from '../errors.ts'
 import { type Budget, budgetsOf, RATE_WINDOW_MS, type RateBudgets } from './budgets.ts'
 
 /** Where one budget stands after a request. */

@@ -1,6 +1,11 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http'
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https'
-import { AddressRefusedError, bareHost, guardedLookup, refusedLiteral } from './address-guard.ts'
+import {
+  AddressRefusedError,
+  bareHost,
+  guardedLookup,
+  refusedLiteral,
+} from '../http/address-guard.ts'
 
 /** How one attempt went. A delivery succeeds only on a 2xx answered in time. */
 export interface SendResult {

@@ -1,7 +1,7 @@
 import type { Db } from '../../persistence/db.ts'
 import type { Config } from '../config.ts'
 import type { Logger } from '../http/json.ts'
-import type { EventSink } from '../live/origin.ts'
+import type { EventSink } from '../live/origins.ts'
 import { outboxSink } from './outbox.ts'
 import { type Clock, DEFAULT_TIMING, type DeliveryTiming, systemClock } from './timing.ts'
 import { DeliveryWorker, type WorkerHooks } from './worker.ts'

@@ -1,8 +1,11 @@
 import { createServer as createHttpServer, request as httpRequest } from 'node:http'
 import { createServer, type Server, type Socket, connect as tcpConnect } from 'node:net'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { IDEMPOTENCY_LEASE_MS, sweepIdempotencyKeys } from '../../server/agent/idempotency-store.ts'
 import type { App } from '../../server/app.ts'
+import {
+  IDEMPOTENCY_LEASE_MS,
+  sweepIdempotencyKeys,
+} from '../../server/faces/agent/idempotency-store.ts'
 import { createAgentClient } from '../../shared/agent-client.ts'
 import { boardDocName, boardMaps } from '../../shared/board-doc.ts'
 import { type ClockServer, startClockServer } from '../claims/harness.ts'

@@ -1,5 +1,5 @@
 import { openDb } from '../../persistence/db.ts'
-import type { Clock } from '../../server/agent/context.ts'
+import type { Clock } from '../../server/actions/context.ts'
 import { type App, createApp } from '../../server/app.ts'
 import { type Config, loadConfig } from '../../server/config.ts'
 import { Agent, Person } from '../support/client.ts'

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, onTestFinished, test } from 'vitest'
 import { openDb } from '../../persistence/db.ts'
-import { ApiError } from '../../server/api-error.ts'
+import { claimLock } from '../../server/actions/claim-gate.ts'
 import type { App } from '../../server/app.ts'
-import { claimLock } from '../../server/claims/gate.ts'
 import type { Actor } from '../../server/claims/locks.ts'
 import { acquireClaim, releaseClaim } from '../../server/claims/store.ts'
+import { ApiError } from '../../server/errors.ts'
 import { Agent, type Person } from '../support/client.ts'
 import { boardWithAgents, type ClockServer, startClockServer } from './harness.ts'
 

@@ -229,7 +229,11 @@ describe('claims over time', () => {
       `claude mcp add --transport http corkboard '${server.url}/mcp' --header 'Authorization: Bearer ${key}'`,
     )
     const stdio = JSON.parse(await snippet('MCP over stdio', 'mcp-stdio')).mcpServers.corkboard
-    expect(stdio.args).toEqual(['/path/to/corkboard/server/mcp/stdio.ts', '--url', server.url])
+    expect(stdio.args).toEqual([
+      '/path/to/corkboard/server/faces/mcp/stdio.ts',
+      '--url',
+      server.url,
+    ])
     expect(stdio.env).toEqual({ CORKBOARD_API_KEY: key })
     await context.close()
   })

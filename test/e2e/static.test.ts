@@ -4,7 +4,7 @@ import { request } from 'node:http'
 import { join } from 'node:path'
 import { brotliDecompressSync, gunzipSync } from 'node:zlib'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { CLIENT_DIST, inlineScriptHashes } from '../../server/static.ts'
+import { CLIENT_DIST, inlineScriptHashes } from '../../server/faces/static.ts'
 import { startServer, type TestServer } from '../support/server.ts'
 
 function rawGet(

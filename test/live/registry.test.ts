@@ -1,6 +1,6 @@
 import { Hocuspocus } from '@hocuspocus/server'
 import { afterEach, describe, expect, test } from 'vitest'
-import { DocRegistry, gone } from '../../server/live/registry.ts'
+import { DocRegistry, gone } from '../../server/live/doc-registry.ts'
 
 /**
  * The server's hold on live documents (server/live/registry.ts), against a real Hocuspocus

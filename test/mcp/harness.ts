@@ -54,7 +54,7 @@ export async function connectStdio(url: string, key: string): Promise<Client> {
   await client.connect(
     new StdioClientTransport({
       command: process.execPath,
-      args: ['server/mcp/stdio.ts', '--url', url],
+      args: ['server/faces/mcp/stdio.ts', '--url', url],
       cwd: ROOT,
       env: { CORKBOARD_API_KEY: key, PATH: process.env.PATH ?? '' },
       stderr: 'inherit',

@@ -467,7 +467,7 @@ describe.each(STORAGES)('MCP tools (%s)', (kind) => {
 describe('the stdio command', () => {
   test('refuses to start without a key or URL, and says what is missing', () => {
     const run = (args: string[], env: Record<string, string>) =>
-      spawnSync(process.execPath, ['server/mcp/stdio.ts', ...args], {
+      spawnSync(process.execPath, ['server/faces/mcp/stdio.ts', ...args], {
         cwd: ROOT,
         env: { PATH: process.env.PATH ?? '', ...env },
         encoding: 'utf8',

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { staticSite } from '../../server/static.ts'
+import { staticSite } from '../../server/faces/static.ts'
 import { ownerWithAgent, Person } from '../support/client.ts'
 import { startServer, type TestServer } from '../support/server.ts'
 

@@ -1,7 +1,7 @@
 import type { LookupAddress } from 'node:dns'
 import { Socket } from 'node:net'
 import { afterAll, afterEach, beforeAll, describe, expect, test, vi } from 'vitest'
-import { blockedReason, guardedLookup } from '../../server/webhooks/address-guard.ts'
+import { blockedReason, guardedLookup } from '../../server/http/address-guard.ts'
 import { Sender } from '../../server/webhooks/sender.ts'
 import { ownerWithAgent } from '../support/client.ts'
 import { startServer } from '../support/server.ts'

@@ -49,7 +49,7 @@ export function setupsFor(key: string, origin: string): Setup[] {
           mcpServers: {
             corkboard: {
               command: '/path/to/corkboard/node_modules/.bin/node',
-              args: ['/path/to/corkboard/server/mcp/stdio.ts', '--url', origin],
+              args: ['/path/to/corkboard/server/faces/mcp/stdio.ts', '--url', origin],
               env: { CORKBOARD_API_KEY: key },
             },
           },

@@ -1,0 +1,110 @@
+import type { Queryable } from '../../persistence/db.ts'
+import {
+  type ActionInput,
+  type ActionName,
+  actions,
+  type ClaimLockedName,
+} from '../../shared/actions.ts'
+import { BoardView } from '../board/board-view.ts'
+import { type Actor, heldByOther, isSameActor, lockLiveClaims } from '../claims/locks.ts'
+import { conflict } from '../errors.ts'
+import type { WriteScope } from '../live/live-docs.ts'
+import type { ActionContext } from './context.ts'
+
+/**
+ * The claim lock of the action table, enforced here and nowhere else: every write of an
+ * action whose row says `claimLocked` first takes the claim locks of the cards it touches
+ * and is refused with 409 + holder while someone else holds one of them. Handlers never
+ * check claims themselves, so the flag agents read (MCP, OpenAPI) is the rule they meet.
+ */
+
+/** What an action touches: the cards, and whether any live claim refuses it (not only others'). */
+export interface Touched {
+  taskIds: readonly string[]
+  /** delete_column: a column is not deleted while any card in it is actively worked. */
+  anyHolder?: { columnId: string }
+}
+
+const card = (taskId: string): Touched => ({ taskIds: [taskId] })
+
+/**
+ * The cards each claim-locked action touches. The type requires exactly the flagged
+ * actions, so a row flagged without an entry here (or the reverse) does not compile.
+ */
+const touched: {
+  [N in ClaimLockedName]: (w: WriteScope, orgId: string, input: ActionInput<N>) => Promise<Touched>
+} = {
+  update_task: async (_w, _org, input) => card(input.taskId),
+  set_task_tags: async (_w, _org, input) => card(input.taskId),
+  set_task_dependencies: async (_w, _org, input) => card(input.taskId),
+  move_task: async (_w, _org, input) => card(input.taskId),
+  archive_task: async (_w, _org, input) => card(input.taskId),
+  claim_task: async (_w, _org, input) => card(input.taskId),
+  heartbeat_task: async (_w, _org, input) => card(input.taskId),
+  release_task: async (_w, _org, input) => card(input.taskId),
+  delete_column: async (w, orgId, input) => {
+    const onBoard = new BoardView(w.doc)
+      .storedTasks()
+      .filter((t) => t.columnId === input.columnId)
+      .map((t) => t.id)
+    // Archived cards still count as held by the column (the specification's lifecycle table).
+    const archived = await w.tx.query<{ id: string }>(
+      'select id from archived_tasks where org_id = $1 and column_id = $2',
+      [orgId, input.columnId],
+    )
+    return {
+      taskIds: [...onBoard, ...archived.map((r) => r.id)],
+      anyHolder: { columnId: input.columnId },
+    }
+  },
+}
+
+function isClaimLocked(action: ActionName): action is ClaimLockedName {
+  return actions[action].claimLocked
+}
+
+/**
+ * The gate itself: locks the touched cards' claims for the rest of the transaction and
+ * refuses with 409 (+ holder) while someone else holds one of them.
+ */
+export async function claimLock(
+  tx: Queryable,
+  orgId: string,
+  actor: Actor,
+  what: Touched,
+  now: number,
+): Promise<void> {
+  const live = await lockLiveClaims(tx, orgId, what.taskIds, now)
+  if (what.anyHolder && live.length > 0) {
+    throw conflict(
+      `Column ${what.anyHolder.columnId} has ${live.length} card(s) actively worked; it cannot be deleted until their claims are released`,
+    )
+  }
+  for (const row of live) if (!isSameActor(row, actor)) throw heldByOther(row, now)
+}
+
+/**
+ * The context an action runs with: for a claim-locked action, every write it makes passes
+ * the gate first, inside the write's transaction, so the check and the write are one.
+ */
+export function gated<N extends ActionName>(
+  ctx: ActionContext,
+  action: N,
+  input: ActionInput<N>,
+): ActionContext {
+  if (!isClaimLocked(action)) return ctx
+  const cards = touched[action] as (
+    w: WriteScope,
+    orgId: string,
+    input: ActionInput<N>,
+  ) => Promise<Touched>
+  return {
+    ...ctx,
+    writeBoard: (fn, opens) =>
+      ctx.writeBoard(async (w) => {
+        const what = await cards(w, ctx.key.orgId, input)
+        await claimLock(w.tx, ctx.key.orgId, ctx.actor, what, ctx.clock.now())
+        return fn(w)
+      }, opens),
+  }
+}

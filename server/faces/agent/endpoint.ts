@@ -1,0 +1,182 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import {
+  type ActionInput,
+  type ActionName,
+  actionNames,
+  actions,
+  isActionName,
+} from '../../../shared/actions.ts'
+import type { AgentIdentity } from '../../../shared/labels.ts'
+import { actionContext, type Services } from '../../actions/context.ts'
+import { perform } from '../../actions/handlers.ts'
+import { didYouMean } from '../../actions/suggest.ts'
+import { parseParams } from '../../actions/validation.ts'
+import { type ApiKeyRow, INVALID_KEY_HINT, keyCredentials } from '../../auth/api-keys.ts'
+import { ACCESS_TOKEN_PREFIX } from '../../auth/oauth-grants.ts'
+import { ApiError } from '../../errors.ts'
+import { type Logger, readJson, sendError, sendJson } from '../../http/json.ts'
+import { chargeRequest, policyHeader } from '../../rate-limit/limiter.ts'
+import { admit } from './admission.ts'
+import { parseIdempotencyKey, REPLAYED_HEADER, runIdempotent } from './idempotency.ts'
+
+/** The Bearer key of a request, or 401 (with the hint about the redirecting bare domain). */
+export function bearerKey(req: IncomingMessage): string {
+  const header = req.headers.authorization
+  if (!header)
+    throw new ApiError(
+      401,
+      `Missing Authorization header: send "Authorization: Bearer <API key>". ${INVALID_KEY_HINT}`,
+    )
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header)
+  if (!m?.[1])
+    throw new ApiError(
+      401,
+      `Malformed Authorization header: expected "Bearer <API key>". ${INVALID_KEY_HINT}`,
+    )
+  return m[1]
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v)
+}
+
+export interface Envelope {
+  action: ActionName
+  params: Record<string, unknown>
+}
+
+/** Checks the `{ action, params }` body: a known action, params an object, nothing else. */
+export function parseEnvelope(body: unknown): Envelope {
+  if (!isPlainObject(body)) throw new ApiError(400, 'Body must be a JSON object { action, params }')
+  const extra = Object.keys(body).filter((k) => k !== 'action' && k !== 'params')
+  if (extra.length > 0) {
+    throw new ApiError(
+      400,
+      `Unknown body field${extra.length > 1 ? 's' : ''} ${extra.map((k) => `"${k}"`).join(', ')}; the body is { action, params }`,
+    )
+  }
+  const { action, params } = body
+  if (typeof action !== 'string') throw new ApiError(400, 'action is required and must be a string')
+  if (!isActionName(action)) throw new ApiError(400, unknownActionMessage(action))
+  if (params !== undefined && !isPlainObject(params))
+    throw new ApiError(400, 'params must be a JSON object')
+  return { action, params: params ?? {} }
+}
+
+/** What an unknown action is told: the nearest actions, and where the full list is. */
+export function unknownActionMessage(action: string): string {
+  return `Unknown action "${action}"${didYouMean(action, actionNames)}; the ${actionNames.length} actions are listed in docs/agent-api.md, GET /api/openapi.json and the MCP tools/list`
+}
+
+export interface RunOptions {
+  /** Receives the rate-limit headers of this request (also when it is refused). */
+  onRateLimit?: (headers: Record<string, string>) => void
+}
+
+/**
+ * Runs one action for an authenticated key: rate budgets → validate → handler. Shared by
+ * HTTP and MCP. A request over a budget is a 429 and runs nothing.
+ */
+export async function runAction(
+  services: Services,
+  key: ApiKeyRow,
+  action: ActionName,
+  params: unknown,
+  options: RunOptions = {},
+): Promise<unknown> {
+  await chargeRequest(services.limiter, key, action, options.onRateLimit)
+  return runAdmitted(services, key, action, params)
+}
+
+/** Validates and runs one action of a key already admitted (authenticated and charged). */
+export async function runAdmitted(
+  services: Services,
+  key: ApiKeyRow,
+  action: ActionName,
+  params: unknown,
+): Promise<unknown> {
+  return validated(key, action, params)(services)
+}
+
+/** Validates one action's params (400 naming the parameter): what runs it, on given services. */
+function validated(
+  key: ApiKeyRow,
+  action: ActionName,
+  params: unknown,
+): (services: Services) => Promise<unknown> {
+  const spec = actions[action]
+  const input = parseParams(action, spec.input, params) as Record<string, unknown>
+  const identity: AgentIdentity = {
+    agentName: input.agentName as string | undefined,
+    house: input.house as string | undefined,
+    generation: input.generation as number | undefined,
+    isSubChild: input.isSubChild as boolean | undefined,
+  }
+  return (services) =>
+    perform(actionContext(services, key, identity), action, input as ActionInput<typeof action>)
+}
+
+/** `POST /api/agent`: any other method is a 405; failures are `{ error }` bodies. */
+export function agentEndpoint(services: Services, log: Logger) {
+  return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    try {
+      // Every answer says the policy, even one that charged no key (401, 405).
+      if (services.limiter) {
+        res.setHeader('RateLimit-Policy', policyHeader([services.limiter.budgets.perKey]))
+      }
+      if (req.method !== 'POST') {
+        res.setHeader('allow', 'POST')
+        throw new ApiError(
+          405,
+          `Method ${req.method} not allowed: the agent endpoint takes POST only`,
+        )
+      }
+      // A malformed key is refused before the body is read or anything is queried.
+      const bearer = bearerKey(req)
+      if (bearer.startsWith(ACCESS_TOKEN_PREFIX)) {
+        // RFC 8707: an access token is bound to /mcp, the resource it was issued for.
+        throw new ApiError(
+          401,
+          'An OAuth access token is good for /mcp only: the agent endpoint takes an organisation API key',
+        )
+      }
+      const credentials = keyCredentials(bearer)
+      const setHeaders = (headers: Record<string, string>) => {
+        for (const [name, value] of Object.entries(headers)) res.setHeader(name, value)
+      }
+      // The body is read before the key is checked, so both go to Postgres in one round
+      // trip; an unusable body is reported only once the key passed (401 comes first), and
+      // still spends the key's budget.
+      let envelope: Envelope | undefined
+      let bodyError: unknown
+      try {
+        envelope = parseEnvelope(await readJson(req))
+      } catch (error) {
+        bodyError = error
+      }
+      const key = await admit(services, credentials, envelope?.action, setHeaders)
+      if (!envelope) throw bodyError
+      const idempotencyKey = parseIdempotencyKey(req.headersDistinct['idempotency-key'])
+      const run = validated(key, envelope.action, envelope.params)
+      // Reads ignore the key: running one again changes nothing.
+      if (idempotencyKey === undefined || !actions[envelope.action].write) {
+        sendJson(res, 200, await run(services))
+        return
+      }
+      const answer = await runIdempotent(
+        services,
+        log,
+        { keyId: key.id, key: idempotencyKey, ...envelope },
+        run,
+      )
+      sendJson(
+        res,
+        answer.status,
+        answer.body,
+        answer.replayed ? { [REPLAYED_HEADER]: 'true' } : {},
+      )
+    } catch (error) {
+      sendError(res, error, log)
+    }
+  }
+}

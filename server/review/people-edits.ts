@@ -1,0 +1,255 @@
+import { type Document, isTransactionOrigin } from '@hocuspocus/server'
+import type * as Y from 'yjs'
+import { asStats, boardDocName, boardMaps, sameStats } from '../../shared/board-doc.ts'
+import { statsOf } from '../../shared/card-doc.ts'
+import { type DocRef, parseDocName } from '../../shared/doc-names.ts'
+import { encodeNotice, type Revert } from '../../shared/live-protocol.ts'
+import { BoardView } from '../board/board-view.ts'
+import type { ConnectionContext, DocRegistry } from '../live/doc-registry.ts'
+import type { OrgLane } from '../live/lane.ts'
+import type { DomainEvent, WriteOrigin } from '../live/origins.ts'
+import type { RowOp } from '../live/write-record.ts'
+import { BoardGuard, type BoardReport } from './board-guard.ts'
+import { CardGuard } from './card-guard.ts'
+import { GUARD_ORIGIN } from './guard-kit.ts'
+import { MapGuard } from './map-guard.ts'
+
+/** Marks updates a reload applies from people's edits not yet stored: already reviewed. */
+export const RESTORE_ORIGIN = { source: 'local', skipStoreHooks: true, context: { restore: true } }
+
+/**
+ * People's edits through the live documents. Each transaction from a connection is
+ * reviewed by its document's guard synchronously (so a compensating revert goes out in
+ * the same broadcast), the person is told what was undone, and what was accepted becomes
+ * pending work of the organisation's lane (people-pending.ts): the bytes, change rows,
+ * history rows and events, stored by its next write. A comment added in a card's document
+ * moves the card's `stats` on the board in the same step.
+ */
+export class PeopleEdits {
+  private readonly lane: (orgId: string) => OrgLane
+  private readonly registry: DocRegistry
+  /** Asks for a card's board `stats` to be made to follow its document, when the board is not at hand. */
+  private readonly repairStats: (orgId: string, taskId: string) => void
+
+  constructor(deps: {
+    lane: (orgId: string) => OrgLane
+    registry: DocRegistry
+    repairStats: (orgId: string, taskId: string) => void
+  }) {
+    this.lane = deps.lane
+    this.registry = deps.registry
+    this.repairStats = deps.repairStats
+  }
+
+  /**
+   * A document's guard, built before the first person's message is applied (the guard
+   * keeps every entity's last valid state: a board only agents use never pays for it).
+   */
+  private readonly guards = new WeakMap<Document, () => void>()
+
+  /** Called before a person's sync message is applied to `document`. */
+  prepare(document: Document): void {
+    this.guards.get(document)?.()
+  }
+
+  /** Starts watching a document just loaded (its content, pending edits included, applied). */
+  watch(document: Document): void {
+    const ref = parseDocName(document.name)
+    if (!ref) return
+    // Looked up at each edit, never kept: the edit is pending work of the lane of now.
+    const lane = () => this.lane(ref.orgId)
+    document.on('update', (update: Uint8Array, origin: unknown) => {
+      if (origin === GUARD_ORIGIN || isConnectionOrigin(origin)) {
+        lane().people.addUpdate(document.name, update)
+        lane().schedulePeopleFlush()
+      }
+    })
+    switch (ref.kind) {
+      case 'board':
+        this.watchBoard(document, ref.orgId, lane)
+        return
+      case 'card':
+        this.watchCard(document, ref, lane)
+        return
+      case 'map':
+        this.watchMap(document, ref, lane)
+        return
+      default:
+        ref satisfies never
+    }
+  }
+
+  /** The guard of `document`, made by `make` when first needed (see `prepare`). */
+  private lazyGuard<G>(document: Document, make: () => G): () => G | undefined {
+    let guard: G | undefined
+    this.guards.set(document, () => {
+      guard ??= make()
+    })
+    return () => guard
+  }
+
+  /**
+   * Calls `handle` for each person's edit of `document`, with the document's guard (built
+   * before the edit applied); every other transaction only updates the guard's memory.
+   */
+  private onPersonEdit<G extends { remember(tr: Y.Transaction): void }>(
+    document: Document,
+    guardOf: () => G | undefined,
+    handle: (guard: G, tr: Y.Transaction, origin: ConnectionOrigin) => void,
+  ): void {
+    document.on('afterTransaction', (tr: Y.Transaction) => {
+      const origin = tr.origin
+      if (!isConnectionOrigin(origin)) {
+        guardOf()?.remember(tr)
+        return
+      }
+      handle(unguarded(guardOf()), tr, origin)
+    })
+  }
+
+  private watchBoard(document: Document, orgId: string, lane: () => OrgLane): void {
+    const guardOf = this.lazyGuard(document, () => new BoardGuard(document))
+    this.onPersonEdit(document, guardOf, (guard, tr, origin) => {
+      const context = origin.connection.context as ConnectionContext
+      const report = guard.review(tr, { email: context.email, keyId: context.keyId })
+      tell(origin.connection, report.reverts)
+      if (report.changes.length > 0 || report.events.length > 0 || report.ops.length > 0) {
+        lane().people.addReport({
+          origin: editorOrigin(orgId, context),
+          changes: report.changes,
+          events: presentBoardEvents(document, report),
+          ops: report.ops,
+        })
+        lane().schedulePeopleFlush()
+      }
+    })
+  }
+
+  private watchCard(
+    document: Document,
+    ref: Extract<DocRef, { kind: 'card' }>,
+    lane: () => OrgLane,
+  ): void {
+    const guardOf = this.lazyGuard(document, () => new CardGuard(document, ref.taskId))
+    this.onPersonEdit(document, guardOf, (guard, tr, origin) => {
+      const context = origin.connection.context as ConnectionContext
+      const report = guard.review(tr, { email: context.email, keyId: context.keyId })
+      tell(origin.connection, report.reverts)
+      const ops: RowOp[] = [...report.ops]
+      if (report.statsChanged) {
+        const stats = statsOf(document)
+        if (!this.moveStats(ref.orgId, ref.taskId, stats)) {
+          // Not on the board: an archived card keeps its stats in its record.
+          ops.push({ t: 'archived_stats', id: ref.taskId, rec: stats })
+        }
+      }
+      if (report.changes.length > 0 || ops.length > 0 || report.events.length > 0) {
+        lane().people.addReport({
+          origin: editorOrigin(ref.orgId, context),
+          changes: report.changes,
+          events: report.events,
+          ops,
+        })
+        lane().schedulePeopleFlush()
+      }
+    })
+  }
+
+  /**
+   * Sets a card's `stats` on the loaded board document, as a guard transaction (stored with
+   * the people's edits). False when the card is not on the board. When the board is not
+   * loaded (evicted a moment ago), a repair write is asked for.
+   */
+  private moveStats(orgId: string, taskId: string, stats: ReturnType<typeof statsOf>): boolean {
+    const board = this.registry.loaded(boardDocName(orgId))
+    if (!board) {
+      this.repairStats(orgId, taskId)
+      return true
+    }
+    const card = boardMaps(board).tasks.get(taskId)
+    if (!card) return false
+    if (!sameStats(asStats(card.get('stats')), stats)) {
+      board.transact(() => card.set('stats', stats), GUARD_ORIGIN)
+    }
+    return true
+  }
+
+  private watchMap(
+    document: Document,
+    ref: Extract<DocRef, { kind: 'map' }>,
+    lane: () => OrgLane,
+  ): void {
+    const guardOf = this.lazyGuard(document, () => new MapGuard(document))
+    this.onPersonEdit(document, guardOf, (guard, tr, origin) => {
+      const report = guard.review(tr)
+      tell(origin.connection, report.reverts)
+      if (!report.touched) return
+      const context = origin.connection.context as ConnectionContext
+      lane().people.addReport({
+        origin: editorOrigin(ref.orgId, context),
+        changes: [],
+        events: [],
+        ops: [
+          { t: 'map_touch', id: ref.mapId, rec: null },
+          ...report.created.map(
+            (c): RowOp => ({ t: 'map_item', id: c.id, rec: { mapId: ref.mapId, kind: c.kind } }),
+          ),
+        ],
+      })
+      lane().schedulePeopleFlush()
+    })
+  }
+}
+
+/** Every person's message is prepared (the guard built) before it applies; anything else is a bug. */
+function unguarded<G>(guard: G | undefined): G {
+  if (!guard) throw new Error("a person's edit reached a document whose guard was not prepared")
+  return guard
+}
+
+type ConnectionOrigin = {
+  source: 'connection'
+  connection: { context: unknown; sendStateless(payload: string): void }
+}
+
+function isConnectionOrigin(origin: unknown): origin is ConnectionOrigin {
+  return isTransactionOrigin(origin) && origin.source === 'connection'
+}
+
+function editorOrigin(orgId: string, context: ConnectionContext): WriteOrigin {
+  return context.keyId
+    ? { type: 'agent', orgId, keyId: context.keyId, email: context.email, identity: {} }
+    : { type: 'person', orgId, userId: context.userId ?? '', email: context.email }
+}
+
+/** Tells the person what of their edit was undone, and why. */
+function tell(connection: { sendStateless(payload: string): void }, reverts: Revert[]): void {
+  const first = reverts[0]
+  if (!first) return
+  const notice: Parameters<typeof encodeNotice>[0] = {
+    type: 'reverted',
+    reason: first.reason,
+    reverts,
+  }
+  if (first.taskId) notice.taskId = first.taskId
+  connection.sendStateless(encodeNotice(notice))
+}
+
+/** Fills a board guard's events with the records webhooks carry, as the agent path does. */
+function presentBoardEvents(doc: Y.Doc, report: BoardReport): DomainEvent[] {
+  if (report.events.length === 0) return []
+  const view = new BoardView(doc)
+  return report.events.map((event) => {
+    const stored = view.storedTask(String(event.data.taskId))
+    const task = stored ? view.present(stored) : undefined
+    switch (event.type) {
+      case 'card.created':
+      case 'card.unblocked':
+        return { type: event.type, data: { task } }
+      case 'card.moved':
+        return { type: event.type, data: { ...event.data, task } }
+      default:
+        return event
+    }
+  })
+}
