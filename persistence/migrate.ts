@@ -1,5 +1,5 @@
 import { readdir, readFile } from 'node:fs/promises'
-import type { Db } from './db.ts'
+import type { Db } from './types.ts'
 
 const folder = new URL('./migrations/', import.meta.url)
 

@@ -1,6 +1,6 @@
 import { PGlite, types } from '@electric-sql/pglite'
-import type { Db, Queryable, Row } from './db.ts'
 import { TrackedTx } from './pipeline.ts'
+import type { Db, Queryable, Row } from './types.ts'
 
 const parsers = { [types.INT8]: (x: string) => Number(x) }
 

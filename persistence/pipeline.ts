@@ -1,4 +1,4 @@
-import type { Row, Transaction } from './db.ts'
+import type { Row, Transaction } from './types.ts'
 
 type Run = (text: string, params: readonly unknown[]) => Promise<Row[]>
 

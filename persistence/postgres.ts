@@ -1,8 +1,8 @@
 import { Socket } from 'node:net'
 import postgres from 'postgres'
 import { Availability, StorageUnavailable } from './availability.ts'
-import type { Db, PostgresLimits, Queryable, Row, Transaction } from './db.ts'
 import { TrackedTx } from './pipeline.ts'
+import type { Db, PostgresLimits, Queryable, Row, Transaction } from './types.ts'
 
 function adapt(sql: postgres.Sql, availability: Availability): Queryable['query'] {
   return async <T extends Row>(text: string, params: readonly unknown[] = []) => {

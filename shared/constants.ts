@@ -44,6 +44,9 @@ export const LIMITS = {
   commentsPerCard: { default: 5, min: 1, max: 50 },
 } as const
 
+/** A `#` hex accent colour: `#rgb` or `#rrggbb`, as the app's project colours. */
+export const HEX_COLOR = /^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$/
+
 /** Gap left between appended positions, so a card can be dropped between two without renumbering. */
 export const POSITION_STEP = 1024
 

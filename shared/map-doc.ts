@@ -79,6 +79,3 @@ export function readMapTitle(doc: Y.Doc): string {
   const t = mapDocMaps(doc).meta.get('title')
   return typeof t === 'string' ? t : ''
 }
-
-/** A `#` hex accent colour: `#rgb` or `#rrggbb`, as the app's project colours. */
-export const HEX_COLOR = /^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$/

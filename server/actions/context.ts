@@ -1,21 +1,15 @@
-import type { Db } from '../../persistence/db.ts'
+import type { Db } from '../../persistence/types.ts'
 import { boardDocName } from '../../shared/board-doc.ts'
 import type { AgentIdentity } from '../../shared/labels.ts'
 import type { ApiKeyRow } from '../auth/api-keys.ts'
 import { followingBlockers } from '../board/blockers.ts'
 import { BoardView } from '../board/board-view.ts'
 import type { Actor } from '../claims/locks.ts'
+import { type Clock, systemClock } from '../clock.ts'
 import type { Config } from '../config.ts'
 import type { LiveDocs, WriteScope } from '../live/live-docs.ts'
 import type { WriteOrigin } from '../live/origins.ts'
 import type { RateLimiter } from '../rate-limit/limiter.ts'
-
-/** The time source of claims' leases and rate budgets; tests inject one to move time. */
-export interface Clock {
-  now(): number
-}
-
-export const systemClock: Clock = { now: () => Date.now() }
 
 /** What an action handler works with. Handlers never see the request or the socket. */
 export interface ActionContext {

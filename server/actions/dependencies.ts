@@ -1,4 +1,4 @@
-import type { Queryable } from '../../persistence/db.ts'
+import type { Queryable } from '../../persistence/types.ts'
 import type { ActionInput, ActionResults } from '../../shared/actions.ts'
 import {
   type DependencyBoard,

@@ -1,6 +1,7 @@
 import { Resvg } from '@resvg/resvg-js'
 import type { ActionInput, ActionResults } from '../../shared/actions.ts'
-import { HEX_COLOR, type StoredNode } from '../../shared/map-doc.ts'
+import { HEX_COLOR } from '../../shared/constants.ts'
+import type { StoredNode } from '../../shared/map-doc.ts'
 import type { ExportFormat } from '../../shared/schemas/maps.ts'
 import type { ActionContext } from './context.ts'
 import {

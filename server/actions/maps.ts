@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type * as Y from 'yjs'
-import type { Db, Queryable } from '../../persistence/db.ts'
+import type { Db, Queryable } from '../../persistence/types.ts'
 import type { ActionInput, ActionResults } from '../../shared/actions.ts'
 import { mapDocName } from '../../shared/board-doc.ts'
 import {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import type { Db, Queryable } from '../../persistence/db.ts'
+import type { Db, Queryable } from '../../persistence/types.ts'
 import type { MemberRole } from '../../shared/constants.ts'
 import { ApiError } from '../errors.ts'
 import { randomToken, sha256Hex } from './crypto.ts'

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import type { Db, Queryable } from '../../persistence/db.ts'
+import type { Db, Queryable } from '../../persistence/types.ts'
 import { ApiError } from '../errors.ts'
 import { displayPrefix, newApiKey, parseApiKey } from './api-key-format.ts'
 import { sha256Hex } from './crypto.ts'

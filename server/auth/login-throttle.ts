@@ -1,5 +1,5 @@
-import type { Db } from '../../persistence/db.ts'
-import type { Clock } from '../actions/context.ts'
+import type { Db } from '../../persistence/types.ts'
+import type { Clock } from '../clock.ts'
 import { ApiError } from '../errors.ts'
 import { addressKey } from '../http/client-address.ts'
 import { type BucketRow, chargeSql } from '../rate-limit/limiter.ts'

@@ -1,6 +1,6 @@
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https'
 import { rootCertificates } from 'node:tls'
-import type { Clock } from '../actions/context.ts'
+import type { Clock } from '../clock.ts'
 import {
   AddressRefusedError,
   bareHost,

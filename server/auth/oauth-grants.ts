@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import type { Db, Queryable } from '../../persistence/db.ts'
+import type { Db, Queryable } from '../../persistence/types.ts'
 import { displayPrefix } from './api-key-format.ts'
 import { type ApiKeyRow, type KeyLookupRow, keyRowOf, robotEmail } from './api-keys.ts'
 import { randomToken, sha256Hex } from './crypto.ts'

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http'
-import type { Queryable } from '../../persistence/db.ts'
+import type { Queryable } from '../../persistence/types.ts'
 import type { MemberRole } from '../../shared/constants.ts'
 import { ApiError } from '../errors.ts'
 import { membership, type OrgMembership, sessionUser, type User } from './accounts.ts'

@@ -1,4 +1,4 @@
-import type { Queryable } from '../../persistence/db.ts'
+import type { Queryable } from '../../persistence/types.ts'
 import { type ClaimFacts, presentClaim } from '../../shared/claims.ts'
 import type { ClaimRecord, ClaimStatus } from '../../shared/records.ts'
 import { type PreparedJson, prepareJson } from '../http/prepared-json.ts'

@@ -1,4 +1,4 @@
-import type { Queryable } from '../../persistence/db.ts'
+import type { Queryable } from '../../persistence/types.ts'
 import type { StoredTask } from '../../shared/board-doc.ts'
 import type { StoredAttachment, StoredComment } from '../../shared/card-doc.ts'
 import { shownOnCard } from '../../shared/claims.ts'

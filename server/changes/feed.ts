@@ -1,4 +1,4 @@
-import type { Queryable } from '../../persistence/db.ts'
+import type { Queryable } from '../../persistence/types.ts'
 import type { ChangeKind } from '../live/origins.ts'
 
 /**

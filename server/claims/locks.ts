@@ -1,8 +1,8 @@
-import type { Queryable } from '../../persistence/db.ts'
+import type { Queryable } from '../../persistence/types.ts'
 import { presentClaim, type StoredClaim } from '../../shared/claims.ts'
 import type { AgentIdentity } from '../../shared/labels.ts'
 import type { ClaimRecord } from '../../shared/records.ts'
-import type { Clock } from '../actions/context.ts'
+import type { Clock } from '../clock.ts'
 import { conflict } from '../errors.ts'
 
 export interface ClaimRow {

@@ -1,4 +1,4 @@
-import type { Queryable } from '../../persistence/db.ts'
+import type { Queryable } from '../../persistence/types.ts'
 import { conflict } from '../errors.ts'
 import { type Actor, type ClaimRow, isLiveRow, lockTasks } from './locks.ts'
 

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import type { Db, Queryable } from '../../persistence/db.ts'
+import type { Db, Queryable } from '../../persistence/types.ts'
 import type { StoredAttachment } from '../../shared/card-doc.ts'
 import type { Attachment } from '../../shared/records.ts'
 import type { Config } from '../config.ts'

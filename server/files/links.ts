@@ -1,4 +1,4 @@
-import type { Db } from '../../persistence/db.ts'
+import type { Db } from '../../persistence/types.ts'
 import { hmacBase64url, safeEqual } from '../auth/crypto.ts'
 import { sharedSecret } from '../auth/secrets.ts'
 import type { Config } from '../config.ts'

@@ -1,4 +1,4 @@
-import type { Db, Queryable } from '../../persistence/db.ts'
+import type { Db, Queryable } from '../../persistence/types.ts'
 
 /** Who may fetch a file: anyone (node images) or only a signed link's holder (screenshots). */
 export type FileVisibility = 'public' | 'private'

@@ -1,4 +1,4 @@
-import type { Db } from '../../persistence/db.ts'
+import type { Db } from '../../persistence/types.ts'
 import type { Logger } from '../http/json.ts'
 import { Compactor } from './compaction-thread.ts'
 import { compact, LEVEL } from './doc-store.ts'

@@ -1,5 +1,5 @@
 import * as Y from 'yjs'
-import type { Db, Queryable } from '../../persistence/db.ts'
+import type { Db, Queryable } from '../../persistence/types.ts'
 
 /**
  * Yjs documents in Postgres: every write appends one row of update bytes (level 0).

@@ -57,7 +57,7 @@ export interface EventSink {
   stage(origin: WriteOrigin, events: readonly DomainEvent[]): StagedEvents | undefined
   /** Stores the events with statements of their own on `tx`, settled before it resolves. */
   store(
-    tx: import('../../persistence/db.ts').Queryable,
+    tx: import('../../persistence/types.ts').Queryable,
     origin: WriteOrigin,
     events: readonly DomainEvent[],
   ): Promise<void>

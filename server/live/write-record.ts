@@ -1,4 +1,4 @@
-import type { Queryable } from '../../persistence/db.ts'
+import type { Queryable } from '../../persistence/types.ts'
 import type { StoredAttachment, StoredComment } from '../../shared/card-doc.ts'
 import type { TaskStats } from '../../shared/records.ts'
 import type { ChangeKind, StagedEvents } from './origins.ts'

@@ -1,5 +1,5 @@
-import type { Db, Queryable } from '../../persistence/db.ts'
-import type { Clock } from '../actions/context.ts'
+import type { Db, Queryable } from '../../persistence/types.ts'
+import type { Clock } from '../clock.ts'
 import { ApiError } from '../errors.ts'
 import { type Budget, budgetsOf, RATE_WINDOW_MS, type RateBudgets } from './budgets.ts'
 

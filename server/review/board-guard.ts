@@ -1,6 +1,6 @@
 import * as Y from 'yjs'
 import { boardMaps, readStoredTask } from '../../shared/board-doc.ts'
-import { COLUMN_ROLES, LIMITS, PRIORITIES, TASK_TYPES } from '../../shared/constants.ts'
+import { COLUMN_ROLES, HEX_COLOR, LIMITS, PRIORITIES, TASK_TYPES } from '../../shared/constants.ts'
 import {
   type DependencyBoard,
   dependencyProblem,
@@ -10,7 +10,6 @@ import {
 } from '../../shared/dependencies.ts'
 import { isUuid } from '../../shared/ids.ts'
 import type { Revert } from '../../shared/live-protocol.ts'
-import { HEX_COLOR } from '../../shared/map-doc.ts'
 import { EMPTY_STATS } from '../../shared/records.ts'
 import { archivedRow } from '../board/archive.ts'
 import { blockingChanges } from '../board/blockers.ts'

@@ -1,7 +1,7 @@
 import type * as Y from 'yjs'
-import { LIMITS } from '../../shared/constants.ts'
+import { HEX_COLOR, LIMITS } from '../../shared/constants.ts'
 import { isUuid } from '../../shared/ids.ts'
-import { HEX_COLOR, mapDocMaps } from '../../shared/map-doc.ts'
+import { mapDocMaps } from '../../shared/map-doc.ts'
 import { GUARD_ORIGIN, type Json, rebuild, snapshot, touchedEntities } from './guard-kit.ts'
 
 /**

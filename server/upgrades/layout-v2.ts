@@ -1,5 +1,5 @@
 import * as Y from 'yjs'
-import type { Db, Queryable } from '../../persistence/db.ts'
+import type { Db, Queryable } from '../../persistence/types.ts'
 import {
   asStats,
   boardMaps,

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import type { Db, Queryable } from '../../persistence/db.ts'
+import type { Db, Queryable } from '../../persistence/types.ts'
 import {
   MAX_WEBHOOKS_PER_ORG,
   type RotateWebhookSecretResult,

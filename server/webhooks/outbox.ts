@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto'
-import type { Queryable } from '../../persistence/db.ts'
+import type { Queryable } from '../../persistence/types.ts'
 import { holderLabel } from '../../shared/labels.ts'
 import type { WebhookActor } from '../../shared/schemas/webhooks.ts'
+import type { Clock } from '../clock.ts'
 import type { DomainEvent, EventSink, WriteOrigin } from '../live/origins.ts'
-import type { Clock } from './timing.ts'
 
 /** Rows per INSERT: far below Postgres's 65,535 parameters even for a column of cards. */
 const CHUNK = 500

@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto'
-import type { Db } from '../../persistence/db.ts'
+import type { Db } from '../../persistence/types.ts'
 import {
   WEBHOOK_PING,
   type WebhookActor,
   type WebhookPingPayload,
   type WebhookTestResult,
 } from '../../shared/schemas/webhooks.ts'
+import type { Clock } from '../clock.ts'
 import { Sender } from './sender.ts'
 import { signatureHeaders, validSecrets } from './signature.ts'
-import type { Clock } from './timing.ts'
 
 /**
  * Sends a signed `ping` to an endpoint at once and answers how that one attempt went.

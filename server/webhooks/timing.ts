@@ -1,10 +1,3 @@
-/** Milliseconds since the epoch; the delivery worker and the outbox read time only here. */
-export interface Clock {
-  now(): number
-}
-
-export const systemClock: Clock = { now: () => Date.now() }
-
 /** Everything about when deliveries happen; tests shorten it, production uses the defaults. */
 export interface DeliveryTiming {
   /** The receiver must answer within this (the specification's 8 seconds). */

@@ -1,9 +1,10 @@
-import type { Db } from '../../persistence/db.ts'
+import type { Db } from '../../persistence/types.ts'
+import { type Clock, systemClock } from '../clock.ts'
 import type { Config } from '../config.ts'
 import type { Logger } from '../http/json.ts'
 import type { EventSink } from '../live/origins.ts'
 import { outboxSink } from './outbox.ts'
-import { type Clock, DEFAULT_TIMING, type DeliveryTiming, systemClock } from './timing.ts'
+import { DEFAULT_TIMING, type DeliveryTiming } from './timing.ts'
 import { DeliveryWorker, type WorkerHooks } from './worker.ts'
 
 /** What tests may inject; production passes nothing. */

@@ -1,15 +1,10 @@
 import { randomUUID } from 'node:crypto'
-import type { Db } from '../../persistence/db.ts'
+import type { Db } from '../../persistence/types.ts'
+import { type Clock, systemClock } from '../clock.ts'
 import type { Logger } from '../http/json.ts'
 import { Sender, type SendResult } from './sender.ts'
 import { signatureHeaders, validSecrets } from './signature.ts'
-import {
-  type Clock,
-  DEFAULT_TIMING,
-  type DeliveryTiming,
-  retryDelay,
-  systemClock,
-} from './timing.ts'
+import { DEFAULT_TIMING, type DeliveryTiming, retryDelay } from './timing.ts'
 
 /** Seams for tests; production passes none. */
 export interface WorkerHooks {

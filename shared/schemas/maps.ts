@@ -1,6 +1,5 @@
 import { z } from 'zod'
-import { LIMITS } from '../constants.ts'
-import { HEX_COLOR } from '../map-doc.ts'
+import { HEX_COLOR, LIMITS } from '../constants.ts'
 import { finite, id, oneOf, params, text, writeParams } from './common.ts'
 import { imageBase64 } from './images.ts'
 

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { type Db, openDb } from '../../persistence/db.ts'
+import { openDb } from '../../persistence/db.ts'
+import type { Db } from '../../persistence/types.ts'
 import { type App, createApp } from '../../server/app.ts'
 import { readChangePage, STREAMS } from '../../server/changes/feed.ts'
 import { boardDocName } from '../../shared/board-doc.ts'

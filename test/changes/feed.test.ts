@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import type { Db } from '../../persistence/db.ts'
+import type { Db } from '../../persistence/types.ts'
 import { isoFromMicros, readChangePage } from '../../server/changes/feed.ts'
 import { freshDb, STORAGES, type TestDb } from '../support/storage.ts'
 

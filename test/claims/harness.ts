@@ -1,6 +1,6 @@
 import { openDb } from '../../persistence/db.ts'
-import type { Clock } from '../../server/actions/context.ts'
 import { type App, createApp } from '../../server/app.ts'
+import type { Clock } from '../../server/clock.ts'
 import { type Config, loadConfig } from '../../server/config.ts'
 import { Agent, Person } from '../support/client.ts'
 import { freshDb, type StorageKind, type TestDb } from '../support/storage.ts'

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import * as Y from 'yjs'
-import type { Db } from '../../persistence/db.ts'
 import { migrate } from '../../persistence/migrate.ts'
+import type { Db } from '../../persistence/types.ts'
 import { appendUpdate, compact, loadInto, snapshotOf } from '../../server/live/doc-store.ts'
 import { freshDb, STORAGES, type TestDb } from '../support/storage.ts'
 

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { type Db, openDb } from '../../persistence/db.ts'
+import { openDb } from '../../persistence/db.ts'
+import type { Db } from '../../persistence/types.ts'
 import { rateBudgets } from '../../server/rate-limit/budgets.ts'
 import { RateLimiter } from '../../server/rate-limit/limiter.ts'
 import { type ClockServer, FakeClock, startClockServer } from '../claims/harness.ts'

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto'
 import postgres from 'postgres'
-import { type Db, openDb } from '../../persistence/db.ts'
+import { openDb } from '../../persistence/db.ts'
 import { migrate } from '../../persistence/migrate.ts'
+import type { Db } from '../../persistence/types.ts'
 
 /** Every storage test runs against both; real Postgres is required (unreachable is a failure). */
 export const STORAGES = ['pglite', 'postgres'] as const

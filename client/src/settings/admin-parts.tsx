@@ -2,6 +2,7 @@ import { type ReactNode, useCallback, useEffect, useState } from 'react'
 import { describeError } from '../api/http.ts'
 import { CopyButton } from '../ui/copy-button.tsx'
 import { toast } from '../ui/toast.tsx'
+import { useWorkspace } from '../workspace.tsx'
 
 /**
  * A list an admin screen shows (keys, webhooks): loaded once `enabled`, with the error of
@@ -67,4 +68,23 @@ export function useSubmit(): [boolean, (work: () => Promise<void>) => Promise<vo
     }
   }, [])
   return [busy, submit]
+}
+
+/** Shown instead of a section a member may not manage. */
+export function NeedsAdmin({ what }: { what: string }) {
+  const { org } = useWorkspace()
+  return (
+    <div className="notice">
+      <p>
+        {what} are managed by the organisation's owners and admins. You are a{' '}
+        <strong>{org.role}</strong> of {org.name}.
+      </p>
+    </div>
+  )
+}
+
+export function formatDate(iso: string | null | undefined): string {
+  if (!iso) return '—'
+  const d = new Date(iso)
+  return Number.isNaN(d.getTime()) ? '—' : d.toLocaleString()
 }

@@ -6,9 +6,8 @@ import { Labeled } from '../ui/labeled.tsx'
 import { confirmDialog } from '../ui/modal.tsx'
 import { toast } from '../ui/toast.tsx'
 import { useWorkspace } from '../workspace.tsx'
-import { ShownOnce, useAdminList, useSubmit } from './admin-parts.tsx'
+import { formatDate, NeedsAdmin, ShownOnce, useAdminList, useSubmit } from './admin-parts.tsx'
 import { KeyUsage } from './key-usage.tsx'
-import { formatDate, NeedsAdmin } from './settings-page.tsx'
 
 /**
  * API keys: made here, shown exactly once, listed by name and prefix, revoked at once; and

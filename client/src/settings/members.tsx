@@ -9,8 +9,7 @@ import { Labeled } from '../ui/labeled.tsx'
 import { confirmDialog } from '../ui/modal.tsx'
 import { toast } from '../ui/toast.tsx'
 import { useWorkspace } from '../workspace.tsx'
-import { useSubmit } from './admin-parts.tsx'
-import { formatDate } from './settings-page.tsx'
+import { formatDate, useSubmit } from './admin-parts.tsx'
 
 const ROLE_TEXT: Record<MemberRole, string> = {
   owner: 'Owner',

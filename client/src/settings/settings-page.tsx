@@ -68,22 +68,3 @@ export function SettingsPage({ tab }: { tab: string }) {
     </div>
   )
 }
-
-/** Shown instead of a section a member may not manage. */
-export function NeedsAdmin({ what }: { what: string }) {
-  const { org } = useWorkspace()
-  return (
-    <div className="notice">
-      <p>
-        {what} are managed by the organisation's owners and admins. You are a{' '}
-        <strong>{org.role}</strong> of {org.name}.
-      </p>
-    </div>
-  )
-}
-
-export function formatDate(iso: string | null | undefined): string {
-  if (!iso) return '—'
-  const d = new Date(iso)
-  return Number.isNaN(d.getTime()) ? '—' : d.toLocaleString()
-}

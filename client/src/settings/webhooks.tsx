@@ -7,8 +7,7 @@ import { Labeled } from '../ui/labeled.tsx'
 import { confirmDialog } from '../ui/modal.tsx'
 import { toast } from '../ui/toast.tsx'
 import { useWorkspace } from '../workspace.tsx'
-import { ShownOnce, useAdminList, useSubmit } from './admin-parts.tsx'
-import { formatDate, NeedsAdmin } from './settings-page.tsx'
+import { formatDate, NeedsAdmin, ShownOnce, useAdminList, useSubmit } from './admin-parts.tsx'
 
 /** What each event means, for every event there is (a new one fails the typecheck here). */
 const EVENT_TEXT: Record<WebhookEventType, string> = {

@@ -1,5 +1,5 @@
-import type { Db } from '../../../persistence/db.ts'
-import type { Clock } from '../../actions/context.ts'
+import type { Db } from '../../../persistence/types.ts'
+import type { Clock } from '../../clock.ts'
 import type { Logger } from '../../http/json.ts'
 import { Sweeper } from '../../sweeper.ts'
 

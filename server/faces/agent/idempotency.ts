@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto'
 import type { ActionName } from '../../../shared/actions.ts'
-import { type Services, systemClock } from '../../actions/context.ts'
+import type { Services } from '../../actions/context.ts'
+import { systemClock } from '../../clock.ts'
 import { ApiError } from '../../errors.ts'
 import { errorBody, type Logger } from '../../http/json.ts'
 import { asApiError } from '../../http/unavailable.ts'

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { Db } from '../../../persistence/db.ts'
+import type { Db } from '../../../persistence/types.ts'
 import { cardMaps } from '../../../shared/card-doc.ts'
 import { isUuid } from '../../../shared/ids.ts'
 import { cardDoc, followStats, openCard } from '../../actions/cards.ts'

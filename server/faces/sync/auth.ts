@@ -1,4 +1,4 @@
-import type { Db } from '../../../persistence/db.ts'
+import type { Db } from '../../../persistence/types.ts'
 import { mapIsLive } from '../../actions/maps.ts'
 import { membership } from '../../auth/accounts.ts'
 import { authenticateApiKey } from '../../auth/api-keys.ts'
