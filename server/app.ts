@@ -3,7 +3,6 @@ import type { AddressInfo } from 'node:net'
 import { openDb } from '../persistence/db.ts'
 import { migrate } from '../persistence/migrate.ts'
 import type { Db } from '../persistence/types.ts'
-import { oauthRoutes } from './auth/oauth-server.ts'
 import { OAuthSweeper } from './auth/oauth-sweep.ts'
 import { sharedSecret } from './auth/secrets.ts'
 import { type Clock, systemClock } from './clock.ts'
@@ -11,12 +10,9 @@ import type { Config } from './config.ts'
 import { ApiError } from './errors.ts'
 import { agentEndpoint } from './faces/agent/endpoint.ts'
 import { IdempotencySweeper } from './faces/agent/idempotency-store.ts'
-import { clientRoutes } from './faces/app/client-routes.ts'
-import { fileRoutes } from './faces/app/files.ts'
-import { peopleActionRoutes } from './faces/app/people-actions.ts'
-import { appRoutes } from './faces/app/routes.ts'
-import { webhookRoutes } from './faces/app/webhooks.ts'
+import { appApi } from './faces/app/app-api.ts'
 import { MCP_PATH, mcpEndpoint } from './faces/mcp/http.ts'
+import { oauthRoutes } from './faces/oauth/routes.ts'
 import { openApiDocument } from './faces/openapi.ts'
 import { staticSite } from './faces/static.ts'
 import { syncAuthenticator } from './faces/sync/auth.ts'
@@ -26,9 +22,10 @@ import { refuseCrossSite } from './http/cross-site.ts'
 import { type Logger, sendError, sendJson } from './http/json.ts'
 import { type RegisteredRoute, Router } from './http/router.ts'
 import { unavailableError } from './http/unavailable.ts'
-import { LiveDocs } from './live/live-docs.ts'
+import { type Authenticate, LiveDocs } from './live/live-docs.ts'
 import { rateBudgets } from './rate-limit/budgets.ts'
 import { RateLimiter } from './rate-limit/limiter.ts'
+import { PeopleEdits } from './review/people-edits.ts'
 import { migrateLayout } from './upgrades/layout-v2.ts'
 import { type WebhookOptions, Webhooks } from './webhooks/webhooks.ts'
 
@@ -98,13 +95,16 @@ export async function createApp(
   await migrate(db)
   await migrateLayout(db, log)
   const syncSecret = await sharedSecret(db, 'sync-token')
+  let authenticate: Authenticate | undefined
   const live = new LiveDocs({
     db,
     idleMs: config.docIdleMs,
     log,
-    authenticate: syncAuthenticator(db, syncSecret),
+    authenticate: (token, documentName) => (authenticate as Authenticate)(token, documentName),
+    reviewer: (host) => new PeopleEdits(host),
     redis: config.redisUrl ? { url: config.redisUrl, prefix: config.redisPrefix } : undefined,
   })
+  authenticate = syncAuthenticator({ db, live, syncSecret })
   const webhooks = new Webhooks({ db, log, config }, options.webhooks)
   live.eventSink = webhooks.sink
   const clock = options.clock ?? systemClock
@@ -133,18 +133,14 @@ export async function createApp(
       ...(redis === undefined ? {} : { redis }),
     })
   })
-  appRoutes(router, {
+  appApi(router, {
     db,
     live,
     config,
     clock,
     syncSecret,
-    onKeyRevoked: (keyId) => live.closeConnections({ keyId }),
+    webhooks,
   })
-  peopleActionRoutes(router, { db, live, config, clock })
-  fileRoutes(router, { db, live, config })
-  webhookRoutes(router, { db, config, webhooks })
-  clientRoutes(router, { db, live, config, clock })
   // MCP sign-in (OAuth); described by its own metadata documents, not by the OpenAPI one.
   oauthRoutes(router, {
     db,

@@ -6,7 +6,9 @@
  * - `<orgId>/maps/<mapId>`: one mind map.
  */
 
-const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'
+import { UUID_PATTERN } from './ids.ts'
+
+const UUID = UUID_PATTERN.source.slice(1, -1)
 const NAME = new RegExp(`^(${UUID})/(?:(board)|tasks/(${UUID})|maps/(${UUID}))$`)
 
 export function boardDocName(orgId: string): string {
@@ -34,4 +36,9 @@ export function parseDocName(name: string): DocRef | undefined {
   if (m[2]) return { kind: 'board', orgId }
   if (m[3]) return { kind: 'card', orgId, taskId: m[3] }
   return { kind: 'map', orgId, mapId: m[4] as string }
+}
+
+/** The organisation a document name belongs to: every name starts with its id. */
+export function orgIdOf(name: string): string {
+  return name.slice(0, 36)
 }

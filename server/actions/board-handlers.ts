@@ -2,8 +2,8 @@ import type { boardActions } from '../../shared/actions/board.ts'
 import * as read from './board-read.ts'
 import * as columns from './columns.ts'
 import * as comments from './comments.ts'
+import type { HandlerMap } from './context.ts'
 import * as dependencies from './dependencies.ts'
-import type { HandlerMap } from './handlers.ts'
 import * as tasks from './tasks.ts'
 
 export const boardHandlers: HandlerMap<keyof typeof boardActions> = {

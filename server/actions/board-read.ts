@@ -26,7 +26,8 @@ export async function whoami(ctx: ActionContext): Promise<ActionResults['whoami'
     tasks: view.maps.tasks.size,
     projects: view.projects.size,
   }))
-  const { key } = ctx
+  if (ctx.caller.type !== 'agent') throw new Error('whoami answers for an API key only')
+  const { key } = ctx.caller
   return {
     organization: { id: key.orgId, name: key.orgName },
     key: { id: key.id, name: key.name, prefix: key.prefix, createdAt: key.createdAt },
@@ -53,7 +54,7 @@ export async function get_board(
   ctx: ActionContext,
   input: ActionInput<'get_board'>,
 ): Promise<ActionResults['get_board']> {
-  const orgId = ctx.key.orgId
+  const orgId = ctx.orgId
   const include = new Set(input.include ?? [])
   const now = ctx.clock.now()
   // Storage reads start with the board's: none of them waits for the other.
@@ -184,7 +185,7 @@ export async function get_task(
   ctx: ActionContext,
   input: ActionInput<'get_task'>,
 ): Promise<ActionResults['get_task']> {
-  const orgId = ctx.key.orgId
+  const orgId = ctx.orgId
   const { taskId } = input
   const now = ctx.clock.now()
   const rows = Promise.all([
@@ -219,7 +220,7 @@ export async function get_task(
 
 /** An archived card, presented as the board presents cards (its claim from Postgres), or 404. */
 async function archivedTask(ctx: ActionContext, taskId: string, now: number): Promise<Task> {
-  const orgId = ctx.key.orgId
+  const orgId = ctx.orgId
   const [stored, claim] = await Promise.all([
     findArchived(ctx.db, orgId, taskId),
     cardClaim(ctx.db, orgId, taskId, now),

@@ -4,7 +4,7 @@ import { statsOf } from '../../shared/card-doc.ts'
 import { cardDocName } from '../../shared/doc-names.ts'
 import { lockArchived } from '../board/history.ts'
 import { notFound } from '../errors.ts'
-import type { WriteScope } from '../live/live-docs.ts'
+import type { WriteScope } from '../live/write-scope.ts'
 
 /**
  * Writes to a card's own document (its comments and screenshots): the card is found on the

@@ -20,7 +20,7 @@ export async function get_changes(
   input: ActionInput<'get_changes'>,
 ): Promise<ActionResults['get_changes']> {
   const limit = input.limit ?? LIMITS.changesLimit.default
-  const orgId = ctx.key.orgId
+  const orgId = ctx.orgId
   const now = ctx.clock.now()
   const read = await ctx.readBoard(async (view) => {
     const page = await ctx.db.transaction((tx) => readChangePage(tx, orgId, input.since, limit))

@@ -8,14 +8,13 @@ import {
 import { BoardView } from '../board/board-view.ts'
 import { type Actor, heldByOther, isSameActor, lockLiveClaims } from '../claims/locks.ts'
 import { conflict } from '../errors.ts'
-import type { WriteScope } from '../live/live-docs.ts'
+import type { WriteScope } from '../live/write-scope.ts'
 import type { ActionContext } from './context.ts'
 
 /**
- * The claim lock of the action table, enforced here and nowhere else: every write of an
- * action whose row says `claimLocked` first takes the claim locks of the cards it touches
- * and is refused with 409 + holder while someone else holds one of them. Handlers never
- * check claims themselves, so the flag agents read (MCP, OpenAPI) is the rule they meet.
+ * The claim lock of the action table, enforced here and nowhere else, from the table's
+ * `claimLocked` flag: the flag agents read is the rule they meet (docs/design.md, "How the
+ * specification's open points are settled"; test/claims/lock-table.test.ts).
  */
 
 /** What an action touches: the cards, and whether any live claim refuses it (not only others'). */
@@ -84,27 +83,21 @@ export async function claimLock(
 }
 
 /**
- * The context an action runs with: for a claim-locked action, every write it makes passes
- * the gate first, inside the write's transaction, so the check and the write are one.
+ * The gate of a claim-locked action (undefined for any other): every board write it makes
+ * passes the gate first, inside the write's transaction, so the check and the write are one.
  */
-export function gated<N extends ActionName>(
-  ctx: ActionContext,
+export function claimGate<N extends ActionName>(
   action: N,
   input: ActionInput<N>,
-): ActionContext {
-  if (!isClaimLocked(action)) return ctx
+): ((w: WriteScope, ctx: ActionContext) => Promise<void>) | undefined {
+  if (!isClaimLocked(action)) return undefined
   const cards = touched[action] as (
     w: WriteScope,
     orgId: string,
     input: ActionInput<N>,
   ) => Promise<Touched>
-  return {
-    ...ctx,
-    writeBoard: (fn, opens) =>
-      ctx.writeBoard(async (w) => {
-        const what = await cards(w, ctx.key.orgId, input)
-        await claimLock(w.tx, ctx.key.orgId, ctx.actor, what, ctx.clock.now())
-        return fn(w)
-      }, opens),
+  return async (w, ctx) => {
+    const what = await cards(w, ctx.orgId, input)
+    await claimLock(w.tx, ctx.orgId, ctx.actor, what, ctx.clock.now())
   }
 }

@@ -67,12 +67,12 @@ export async function claim_next(
     if (ids.length === 0) return NOTHING
     const [picked] = await w.tx.query<{ id: string | null }>(
       'select claim_candidate($1, $2, $3::text[], $4::timestamptz) as id',
-      [CLAIM_LOCK_SPACE, ctx.key.orgId, ids, new Date(now).toISOString()],
+      [CLAIM_LOCK_SPACE, ctx.orgId, ids, new Date(now).toISOString()],
     )
     const taskId = picked?.id
     if (!taskId) return NOTHING
     const row = newClaim(w.tx, {
-      orgId: ctx.key.orgId,
+      orgId: ctx.orgId,
       taskId,
       actor: ctx.actor,
       note: input.note,

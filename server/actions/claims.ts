@@ -5,7 +5,7 @@ import { BoardView } from '../board/board-view.ts'
 import { requireCard } from '../board/history.ts'
 import { type ClaimRow, claimRecordFromRow, storedClaimFromRow } from '../claims/locks.ts'
 import { acquireClaim, heartbeatClaim, releaseClaim } from '../claims/store.ts'
-import type { WriteScope } from '../live/live-docs.ts'
+import type { WriteScope } from '../live/write-scope.ts'
 import type { ActionContext } from './context.ts'
 
 /**
@@ -24,7 +24,7 @@ export function project(w: WriteScope, row: ClaimRow, now: number): ClaimRecord 
 
 /** The card, on the board or archived, or 404. */
 async function requireCardOf(ctx: ActionContext, w: WriteScope, taskId: string): Promise<void> {
-  await requireCard(w.tx, new BoardView(w.doc), ctx.key.orgId, taskId)
+  await requireCard(w.tx, new BoardView(w.doc), ctx.orgId, taskId)
 }
 
 /** claim_task and heartbeat_task: take or extend the lease with `lease`, then project it. */
@@ -37,7 +37,7 @@ function leaseWrite(
     await requireCardOf(ctx, w, input.taskId)
     const now = ctx.clock.now()
     const row = await lease(w.tx, {
-      orgId: ctx.key.orgId,
+      orgId: ctx.orgId,
       taskId: input.taskId,
       actor: ctx.actor,
       note: input.note,
@@ -73,7 +73,7 @@ export async function release_task(
     await requireCardOf(ctx, w, input.taskId)
     const now = ctx.clock.now()
     const row = await releaseClaim(w.tx, {
-      orgId: ctx.key.orgId,
+      orgId: ctx.orgId,
       taskId: input.taskId,
       actor: ctx.actor,
       now,

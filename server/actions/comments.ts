@@ -21,14 +21,14 @@ export async function add_comment(
 ): Promise<ActionResults['add_comment']> {
   return ctx.writeBoard(
     async (w) => {
-      const card = await openCard(w, ctx.key.orgId, input.taskId)
+      const card = await openCard(w, ctx.orgId, input.taskId)
       const createdAt = stampAfter(w.now, card.newest)
       const id = randomUUID()
       const comment = w.mutateDoc(card.doc, (doc) => {
         const m = new Y.Map<unknown>()
         m.set('taskId', input.taskId)
         m.set('body', input.body)
-        m.set('authorEmail', ctx.key.robotEmail)
+        m.set('authorEmail', ctx.email)
         m.set('agentName', ctx.identity.agentName ?? null)
         m.set('createdAt', createdAt)
         m.set('editedAt', null)
@@ -44,7 +44,7 @@ export async function add_comment(
       })
       return { comment }
     },
-    cardDoc(ctx.key.orgId, input.taskId),
+    cardDoc(ctx.orgId, input.taskId),
   )
 }
 
@@ -56,13 +56,13 @@ async function ownComment(
   ctx: ActionContext,
   commentId: string,
 ): Promise<{ taskId: string; check(doc: Y.Doc): Y.Map<unknown> }> {
-  const { taskId } = await requireComment(ctx.db, ctx.key.orgId, commentId)
+  const { taskId } = await requireComment(ctx.db, ctx.orgId, commentId)
   return {
     taskId,
     check(doc) {
       const m = cardMaps(doc).comments.get(commentId)
       if (!m) throw notFound(`No comment with commentId ${commentId} in this organisation`)
-      if (m.get('authorEmail') !== ctx.key.robotEmail) {
+      if (m.get('authorEmail') !== ctx.email) {
         throw forbidden(
           ctx.origin.type === 'person'
             ? `Comment ${commentId} is not yours; only its author can change it`
@@ -82,7 +82,7 @@ export async function update_comment(
   const found = await ownComment(ctx, input.commentId)
   return ctx.writeBoard(
     async (w) => {
-      const doc = w.open(cardDocName(ctx.key.orgId, found.taskId))
+      const doc = w.open(cardDocName(ctx.orgId, found.taskId))
       const m = found.check(doc)
       const comment = w.mutateDoc(doc, () => {
         m.set('body', input.body)
@@ -93,7 +93,7 @@ export async function update_comment(
       w.changed('comment', input.commentId)
       return { comment }
     },
-    cardDoc(ctx.key.orgId, found.taskId),
+    cardDoc(ctx.orgId, found.taskId),
   )
 }
 
@@ -105,13 +105,13 @@ export async function delete_comment(
   const found = await ownComment(ctx, input.commentId)
   return ctx.writeBoard(
     async (w) => {
-      const card = await openCard(w, ctx.key.orgId, found.taskId)
+      const card = await openCard(w, ctx.orgId, found.taskId)
       found.check(card.doc)
       w.mutateDoc(card.doc, (doc) => cardMaps(doc).comments.delete(input.commentId))
       followStats(w, found.taskId, card)
       w.row({ t: 'comment', id: input.commentId, rec: null })
       return { deleted: true as const, commentId: input.commentId }
     },
-    cardDoc(ctx.key.orgId, found.taskId),
+    cardDoc(ctx.orgId, found.taskId),
   )
 }

@@ -1,67 +1,149 @@
 import type { Db } from '../../persistence/types.ts'
+import type { ActionInput, ActionName, ActionResults } from '../../shared/actions.ts'
 import { boardDocName } from '../../shared/board-doc.ts'
 import type { AgentIdentity } from '../../shared/labels.ts'
+import type { OrgMembership, User } from '../auth/accounts.ts'
 import type { ApiKeyRow } from '../auth/api-keys.ts'
 import { followingBlockers } from '../board/blockers.ts'
 import { BoardView } from '../board/board-view.ts'
 import type { Actor } from '../claims/locks.ts'
 import { type Clock, systemClock } from '../clock.ts'
 import type { Config } from '../config.ts'
-import type { LiveDocs, WriteScope } from '../live/live-docs.ts'
+import type { LiveDocs } from '../live/live-docs.ts'
 import type { WriteOrigin } from '../live/origins.ts'
+import type { WriteScope } from '../live/write-scope.ts'
 import type { RateLimiter } from '../rate-limit/limiter.ts'
 
-/** What an action handler works with. Handlers never see the request or the socket. */
-export interface ActionContext {
-  readonly db: Db
-  readonly live: LiveDocs
-  readonly config: Config
-  readonly key: ApiKeyRow
-  readonly identity: AgentIdentity
-  readonly actor: Actor
-  readonly origin: WriteOrigin
-  readonly clock: Clock
-  /** Reads the board document once it holds only committed state (see lane.ts). */
-  readBoard<T>(fn: (view: BoardView) => T): Promise<T>
-  /**
-   * One write with the board as its document (lane.ts), opening the documents named too;
-   * the cards whose `blocked` it moved are recorded with it (board/blockers.ts).
-   */
-  writeBoard<T>(fn: (scope: WriteScope) => Promise<T>, opens?: readonly string[]): Promise<T>
-}
-
+/** What actions run on: storage, the live documents, settings, time and the rate budgets. */
 export interface Services {
   db: Db
   live: LiveDocs
   config: Config
   /** Defaults to the system clock. */
-  clock?: Clock
-  /** The shared rate budgets; every action is charged against them when set. */
-  limiter?: RateLimiter
+  clock?: Clock | undefined
+  /** The shared rate budgets; agents' requests are charged against them when set. */
+  limiter?: RateLimiter | undefined
 }
 
+/** Who an action runs for: an agent on an organisation API key, or a person in the app. */
+export type Caller =
+  | { type: 'agent'; key: ApiKeyRow; identity: AgentIdentity }
+  | { type: 'person'; user: User; org: OrgMembership }
+
+/**
+ * Stores an action's answer with each of its writes (Idempotency-Key): called as a write's
+ * callback returns, inside its transaction; returns what to do once the write committed.
+ */
+export type AnswerRecorder = (scope: WriteScope, value: unknown) => () => void
+
+/** What a write of the action does around its callback (perform.ts). */
+export interface WriteSteps {
+  /** The claim gate of a claim-locked action, first inside every board write's transaction. */
+  gate?: ((scope: WriteScope, ctx: ActionContext) => Promise<void>) | undefined
+  answer?: AnswerRecorder | undefined
+}
+
+/** What an action handler works with. Handlers never see the request or the socket. */
+export interface ActionContext {
+  readonly db: Db
+  /** Reads and notices; a handler writes through `writeBoard` and `write`, never around them. */
+  readonly live: Pick<LiveDocs, 'read' | 'mapsChanged' | 'forgetDocument'>
+  readonly config: Config
+  readonly clock: Clock
+  readonly orgId: string
+  readonly caller: Caller
+  /** The author e-mail of what the caller writes: the key's robot account, or the person. */
+  readonly email: string
+  /** The identity params the agent sent ({} for a person). */
+  readonly identity: AgentIdentity
+  /** Who the claim locks compare with: a person never holds a claim. */
+  readonly actor: Actor
+  readonly origin: WriteOrigin
+  /** Reads the board document once it holds only committed state (live/lane.ts). */
+  readBoard<T>(fn: (view: BoardView) => T): Promise<T>
+  /**
+   * One write with the board as its document, opening the documents named too. The cards
+   * whose `blocked` it moved are recorded with it (board/blockers.ts), and a claim-locked
+   * action passes the claim gate first.
+   */
+  writeBoard<T>(fn: (scope: WriteScope) => Promise<T>, opens?: readonly string[]): Promise<T>
+  /** One write with another document of the organisation (a map's) as its document. */
+  write<T>(docName: string, fn: (scope: WriteScope) => Promise<T>): Promise<T>
+}
+
+export type Handler<N extends ActionName> = (
+  ctx: ActionContext,
+  input: ActionInput<N>,
+) => Promise<ActionResults[N]>
+
+/** Handlers of one family of actions, keyed exactly like that family's table. */
+export type HandlerMap<Names extends ActionName> = { [N in Names]: Handler<N> }
+
+/** The context of one caller; `steps` are the action's own (perform.ts), none outside an action. */
 export function actionContext(
   services: Services,
-  key: ApiKeyRow,
-  identity: AgentIdentity,
+  caller: Caller,
+  steps: WriteSteps = {},
 ): ActionContext {
-  const docName = boardDocName(key.orgId)
-  const origin: WriteOrigin = {
-    type: 'agent',
-    orgId: key.orgId,
-    keyId: key.id,
-    email: key.robotEmail,
-    identity,
-  }
   const clock = services.clock ?? systemClock
-  return {
-    ...services,
-    key,
-    identity,
-    actor: { keyId: key.id, identity, clock },
-    origin,
-    clock,
-    readBoard: (fn) => services.live.read(docName, (doc) => fn(new BoardView(doc, clock.now()))),
-    writeBoard: (fn, opens) => services.live.write(docName, origin, followingBlockers(fn), opens),
+  const { live } = services
+  const who =
+    caller.type === 'agent'
+      ? {
+          orgId: caller.key.orgId,
+          email: caller.key.robotEmail,
+          identity: caller.identity,
+          actorId: caller.key.id,
+        }
+      : { orgId: caller.org.id, email: caller.user.email, identity: {}, actorId: caller.user.id }
+  const origin: WriteOrigin =
+    caller.type === 'agent'
+      ? {
+          type: 'agent',
+          orgId: who.orgId,
+          keyId: caller.key.id,
+          email: who.email,
+          identity: caller.identity,
+        }
+      : { type: 'person', orgId: who.orgId, userId: caller.user.id, email: who.email }
+  const boardName = boardDocName(who.orgId)
+  /** The write's callback with the action's steps around it. */
+  const write = async <T>(
+    docName: string,
+    fn: (scope: WriteScope) => Promise<T>,
+    opens?: readonly string[],
+  ): Promise<T> => {
+    const { gate, answer } = steps
+    let committed: (() => void) | undefined
+    const run = async (scope: WriteScope) => {
+      if (gate && docName === boardName) await gate(scope, ctx)
+      const value = await fn(scope)
+      committed = answer?.(scope, value)
+      return value
+    }
+    const value = await live.write(
+      docName,
+      origin,
+      docName === boardName ? followingBlockers(run) : run,
+      opens,
+    )
+    committed?.()
+    return value
   }
+  const ctx: ActionContext = {
+    db: services.db,
+    live,
+    config: services.config,
+    clock,
+    orgId: who.orgId,
+    caller,
+    email: who.email,
+    identity: who.identity,
+    actor: { keyId: who.actorId, identity: who.identity, clock },
+    origin,
+    readBoard: (fn) => live.read(boardName, (doc) => fn(new BoardView(doc, clock.now()))),
+    writeBoard: (fn, opens) => write(boardName, fn, opens),
+    write: (docName, fn) => write(docName, fn),
+  }
+  return ctx
 }

@@ -60,7 +60,7 @@ export async function set_task_dependencies(
 ): Promise<ActionResults['set_task_dependencies']> {
   const { taskId } = input
   const blockedBy = foldBlockers(input.blockedBy)
-  const orgId = ctx.key.orgId
+  const orgId = ctx.orgId
   return ctx.writeBoard(async (w) => {
     const view = new BoardView(w.doc)
     const offBoard = blockedBy.filter((id) => id !== taskId && !view.hasTask(id))

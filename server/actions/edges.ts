@@ -4,7 +4,7 @@ import type { ActionInput, ActionResults } from '../../shared/actions.ts'
 import { mapDocName } from '../../shared/board-doc.ts'
 import { mapDocMaps, readEdge } from '../../shared/map-doc.ts'
 import { badRequest, notFound } from '../errors.ts'
-import type { WriteScope } from '../live/live-docs.ts'
+import type { WriteScope } from '../live/write-scope.ts'
 import type { ActionContext } from './context.ts'
 import { indexItems, mapOfItem, presentEdge, writeMap } from './maps.ts'
 
@@ -47,7 +47,7 @@ async function checkEnds(
   for (const end of ['sourceId', 'targetId'] as const) {
     const nodeId = edge[end]
     if (nodes.has(nodeId)) continue
-    const elsewhere = await mapOfItem(w.tx, ctx.key.orgId, nodeId, 'node')
+    const elsewhere = await mapOfItem(w.tx, ctx.orgId, nodeId, 'node')
     throw new EndNotOnMap(nodeId, `${where}${end}`, elsewhere)
   }
 }
@@ -68,7 +68,7 @@ async function explainEnds<T>(ctx: ActionContext, mapId: string, write: Promise<
     if (
       elsewhere &&
       elsewhere !== mapId &&
-      (await ctx.live.read(mapDocName(ctx.key.orgId, elsewhere), (doc) =>
+      (await ctx.live.read(mapDocName(ctx.orgId, elsewhere), (doc) =>
         mapDocMaps(doc).nodes.has(nodeId),
       ))
     ) {
@@ -110,7 +110,7 @@ export async function create_edge(
     writeMap(ctx, input.mapId, async (w) => {
       await checkEnds(ctx, w, input, '')
       const [id] = addEdges(w, [input]) as [string]
-      await indexItems(w.tx, ctx.key.orgId, input.mapId, 'edge', [id])
+      await indexItems(w.tx, ctx.orgId, input.mapId, 'edge', [id])
       return { edge: presentNew(w, input.mapId, id) }
     }),
   )
@@ -132,7 +132,7 @@ export async function create_edges(
         await checkEnds(ctx, w, e, `edges[${i}].`)
       }
       const ids = addEdges(w, input.edges)
-      await indexItems(w.tx, ctx.key.orgId, input.mapId, 'edge', ids)
+      await indexItems(w.tx, ctx.orgId, input.mapId, 'edge', ids)
       return { edges: ids.map((id) => presentNew(w, input.mapId, id)) }
     }),
   )
@@ -144,7 +144,7 @@ export async function delete_edge(
   input: ActionInput<'delete_edge'>,
 ): Promise<ActionResults['delete_edge']> {
   const noEdge = () => notFound(`No edge with edgeId ${input.edgeId} in this organisation`)
-  const mapId = await mapOfItem(ctx.db, ctx.key.orgId, input.edgeId, 'edge')
+  const mapId = await mapOfItem(ctx.db, ctx.orgId, input.edgeId, 'edge')
   if (!mapId) throw noEdge()
   return writeMap(ctx, mapId, async (w) => {
     if (!mapDocMaps(w.doc).edges.has(input.edgeId)) throw noEdge()

@@ -35,10 +35,10 @@ export async function attach_screenshot(
   const id = randomUUID()
   return ctx.writeBoard(
     async (w) => {
-      const card = await openCard(w, ctx.key.orgId, input.taskId)
+      const card = await openCard(w, ctx.orgId, input.taskId)
       await storeImage(ctx.db, w.tx, {
         id,
-        orgId: ctx.key.orgId,
+        orgId: ctx.orgId,
         visibility: 'private',
         image,
         bytes,
@@ -59,6 +59,6 @@ export async function attach_screenshot(
       w.changed('attachment', id)
       return { attachment }
     },
-    cardDoc(ctx.key.orgId, input.taskId),
+    cardDoc(ctx.orgId, input.taskId),
   )
 }

@@ -1,6 +1,6 @@
 import type { mapActions } from '../../shared/actions/maps.ts'
+import type { HandlerMap } from './context.ts'
 import * as edges from './edges.ts'
-import type { HandlerMap } from './handlers.ts'
 import * as images from './images.ts'
 import * as mapExport from './map-export.ts'
 import * as mapLayout from './map-layout.ts'

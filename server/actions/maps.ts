@@ -3,6 +3,7 @@ import type * as Y from 'yjs'
 import type { Db, Queryable } from '../../persistence/types.ts'
 import type { ActionInput, ActionResults } from '../../shared/actions.ts'
 import { mapDocName } from '../../shared/board-doc.ts'
+import { isCanonicalUuid } from '../../shared/ids.ts'
 import {
   type MapEdge,
   type MapNode,
@@ -16,7 +17,7 @@ import type { Config } from '../config.ts'
 import { notFound } from '../errors.ts'
 import { absoluteUrl } from '../files/links.ts'
 import { deleteDoc } from '../live/doc-store.ts'
-import type { WriteScope } from '../live/live-docs.ts'
+import type { WriteScope } from '../live/write-scope.ts'
 import type { ActionContext } from './context.ts'
 
 /**
@@ -77,10 +78,10 @@ export async function writeMap<T>(
   mapId: string,
   fn: (w: WriteScope, map: MindMap) => Promise<T>,
 ): Promise<T> {
-  const orgId = ctx.key.orgId
+  const orgId = ctx.orgId
   // Checked first so a stale or foreign id never loads a document.
   await findMap(ctx.db, orgId, mapId)
-  return ctx.live.write(mapDocName(orgId, mapId), ctx.origin, async (w) => {
+  return ctx.write(mapDocName(orgId, mapId), async (w) => {
     const [row] = await w.tx.query<MapRow & Record<string, unknown>>(
       `update maps set updated_at = $3 where id = $1 and org_id = $2 and deleted_at is null
        returning ${COLUMNS}`,
@@ -147,7 +148,7 @@ export async function list_maps(ctx: ActionContext): Promise<ActionResults['list
   const rows = await ctx.db.query<MapRow & Record<string, unknown>>(
     `select ${COLUMNS} from maps where org_id = $1 and deleted_at is null
       order by updated_at desc, id`,
-    [ctx.key.orgId],
+    [ctx.orgId],
   )
   return {
     maps: rows.map((r) => ({ id: r.id, title: r.title, updatedAt: r.updated_at.toISOString() })),
@@ -159,9 +160,9 @@ export async function create_map(
   ctx: ActionContext,
   input: ActionInput<'create_map'>,
 ): Promise<ActionResults['create_map']> {
-  const orgId = ctx.key.orgId
+  const orgId = ctx.orgId
   const id = randomUUID()
-  return ctx.live.write(mapDocName(orgId, id), ctx.origin, async (w) => {
+  return ctx.write(mapDocName(orgId, id), async (w) => {
     const [row] = await w.tx.query<MapRow & Record<string, unknown>>(
       `insert into maps (id, org_id, title, created_at, updated_at) values ($1, $2, $3, $4, $4)
        returning ${COLUMNS}`,
@@ -185,8 +186,6 @@ export async function rename_map(
   })
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
-
 /**
  * Ids of each loaded map document known to be in the index (kept beside the live
  * document, so it goes when the document unloads). Index rows outlive deleted nodes and
@@ -199,7 +198,7 @@ export async function get_map(
   ctx: ActionContext,
   input: ActionInput<'get_map'>,
 ): Promise<ActionResults['get_map']> {
-  const orgId = ctx.key.orgId
+  const orgId = ctx.orgId
   const map = await findMap(ctx.db, orgId, input.mapId)
   const content = await ctx.live.read(mapDocName(orgId, input.mapId), (doc) => {
     const { nodes, edges } = mapDocMaps(doc)
@@ -214,11 +213,11 @@ export async function get_map(
     const e: ReturnType<typeof readEdge>[] = []
     nodes.forEach((m, id) => {
       n.push(readNode(id, m))
-      if (!known.has(id) && UUID.test(id)) unseen.node.push(id)
+      if (!known.has(id) && isCanonicalUuid(id)) unseen.node.push(id)
     })
     edges.forEach((m, id) => {
       e.push(readEdge(id, m))
-      if (!known.has(id) && UUID.test(id)) unseen.edge.push(id)
+      if (!known.has(id) && isCanonicalUuid(id)) unseen.edge.push(id)
     })
     return { nodes: n, edges: e, known, unseen }
   })
@@ -260,10 +259,10 @@ export async function delete_map(
   ctx: ActionContext,
   input: ActionInput<'delete_map'>,
 ): Promise<ActionResults['delete_map']> {
-  const orgId = ctx.key.orgId
+  const orgId = ctx.orgId
   const name = mapDocName(orgId, input.mapId)
   await findMap(ctx.db, orgId, input.mapId)
-  await ctx.live.write(name, ctx.origin, async (w) => {
+  await ctx.write(name, async (w) => {
     const rows = await w.tx.query(
       `update maps set deleted_at = $3, updated_at = $3
         where id = $1 and org_id = $2 and deleted_at is null returning id`,

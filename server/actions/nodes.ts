@@ -5,7 +5,7 @@ import { mapDocMaps, readNode } from '../../shared/map-doc.ts'
 import { badRequest, notFound } from '../errors.ts'
 import { storeImage } from '../files/attachments.ts'
 import { publicFilePath } from '../files/links.ts'
-import type { WriteScope } from '../live/live-docs.ts'
+import type { WriteScope } from '../live/write-scope.ts'
 import type { ActionContext } from './context.ts'
 import { acceptImage } from './images.ts'
 import { indexItems, mapOfItem, presentNode, writeMap } from './maps.ts'
@@ -61,7 +61,7 @@ async function writeNode<T>(
   nodeId: string,
   fn: (w: WriteScope, node: Y.Map<unknown>, mapId: string) => Promise<T>,
 ): Promise<T> {
-  const mapId = await mapOfItem(ctx.db, ctx.key.orgId, nodeId, 'node')
+  const mapId = await mapOfItem(ctx.db, ctx.orgId, nodeId, 'node')
   if (!mapId) throw noNode(nodeId)
   return writeMap(ctx, mapId, async (w) => {
     const node = nodeOf(w, nodeId)
@@ -77,7 +77,7 @@ export async function create_node(
 ): Promise<ActionResults['create_node']> {
   return writeMap(ctx, input.mapId, async (w) => {
     const [id] = addNodes(w, [input]) as [string]
-    await indexItems(w.tx, ctx.key.orgId, input.mapId, 'node', [id])
+    await indexItems(w.tx, ctx.orgId, input.mapId, 'node', [id])
     return {
       node: presentNode(ctx.config, input.mapId, readNode(id, nodeOf(w, id) as Y.Map<unknown>)),
     }
@@ -91,7 +91,7 @@ export async function create_nodes(
 ): Promise<ActionResults['create_nodes']> {
   return writeMap(ctx, input.mapId, async (w) => {
     const ids = addNodes(w, input.nodes)
-    await indexItems(w.tx, ctx.key.orgId, input.mapId, 'node', ids)
+    await indexItems(w.tx, ctx.orgId, input.mapId, 'node', ids)
     return {
       nodes: ids.map((id) =>
         presentNode(ctx.config, input.mapId, readNode(id, nodeOf(w, id) as Y.Map<unknown>)),
@@ -129,7 +129,7 @@ export async function set_node_image(
   input: ActionInput<'set_node_image'>,
 ): Promise<ActionResults['set_node_image']> {
   const { bytes, image } = acceptImage(input.imageBase64)
-  const orgId = ctx.key.orgId
+  const orgId = ctx.orgId
   return writeNode(ctx, input.nodeId, async (w, node, mapId) => {
     const fileId = randomUUID()
     await storeImage(ctx.db, w.tx, {

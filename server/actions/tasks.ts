@@ -9,7 +9,7 @@ import { archivedRow } from '../board/archive.ts'
 import { BoardView } from '../board/board-view.ts'
 import { cardClaim, lockArchived } from '../board/history.ts'
 import { badRequest, notFound } from '../errors.ts'
-import type { WriteScope } from '../live/live-docs.ts'
+import type { WriteScope } from '../live/write-scope.ts'
 import type { ActionContext } from './context.ts'
 
 /** A project of this organisation, or 400: a project from another organisation is a wrong value. */
@@ -43,7 +43,7 @@ export async function editCard(
 ): Promise<Task> {
   const view = new BoardView(w.doc)
   const onBoard = boardMaps(w.doc).tasks.get(taskId)
-  const archived = onBoard ? undefined : await lockArchived(w, ctx.key.orgId, taskId)
+  const archived = onBoard ? undefined : await lockArchived(w, ctx.orgId, taskId)
   if (!onBoard && !archived) {
     throw notFound(`No card with taskId ${taskId} in this organisation`)
   }
@@ -51,7 +51,7 @@ export async function editCard(
   if (edit.unchanged?.(current)) {
     return onBoard
       ? view.present(current)
-      : view.present(current, await cardClaim(w.tx, ctx.key.orgId, taskId, ctx.clock.now()))
+      : view.present(current, await cardClaim(w.tx, ctx.orgId, taskId, ctx.clock.now()))
   }
   if (onBoard) {
     w.mutate(() => {
@@ -64,7 +64,7 @@ export async function editCard(
   const changed = { ...edit.archived(archived as StoredTask), updatedAt: w.now }
   w.row({ t: 'archived', id: taskId, rec: archivedRow(changed) })
   w.changed('task', taskId)
-  return view.present(changed, await cardClaim(w.tx, ctx.key.orgId, taskId, ctx.clock.now()))
+  return view.present(changed, await cardClaim(w.tx, ctx.orgId, taskId, ctx.clock.now()))
 }
 
 /** create_task: appended to the bottom of its column unless `position` is given. */
@@ -234,7 +234,7 @@ export async function archive_task(
   return ctx.writeBoard(async (w) => {
     const view = new BoardView(w.doc)
     const onBoard = view.storedTask(taskId)
-    const archived = onBoard ? undefined : await lockArchived(w, ctx.key.orgId, taskId)
+    const archived = onBoard ? undefined : await lockArchived(w, ctx.orgId, taskId)
     if (!onBoard && !archived) throw notFound(`No card with taskId ${taskId} in this organisation`)
     if (!onBoard) return { taskId, archivedAt: archived?.archivedAt ?? w.now }
     archive(w, { ...onBoard, archivedAt: w.now, updatedAt: w.now })

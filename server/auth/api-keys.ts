@@ -193,19 +193,3 @@ export async function authenticateCredentials(
   if (!row) throw invalidKeyError()
   return keyRowOf(row)
 }
-
-/** Whether a key no longer authenticates (revoked or gone): asked only when a write failed. */
-export async function keyRevoked(db: Queryable, keyId: string): Promise<boolean> {
-  const rows = await db.query('select 1 from api_keys where id = $1 and revoked_at is null', [
-    keyId,
-  ])
-  return rows.length === 0
-}
-
-/**
- * The 401 for a write refused because its key was revoked while it ran (errcode CB401,
- * raised by record_writes), or undefined for any other error.
- */
-export function revokedKeyError(error: unknown): ApiError | undefined {
-  return (error as { code?: string } | null)?.code === 'CB401' ? invalidKeyError() : undefined
-}

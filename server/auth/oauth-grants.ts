@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { Db, Queryable } from '../../persistence/types.ts'
+import { isUuid } from '../../shared/ids.ts'
 import { displayPrefix } from './api-key-format.ts'
 import { type ApiKeyRow, type KeyLookupRow, keyRowOf, robotEmail } from './api-keys.ts'
 import { randomToken, sha256Hex } from './crypto.ts'
@@ -81,7 +82,7 @@ export async function revokeGrant(
   orgId: string,
   grantId: string,
 ): Promise<{ keyId: string } | undefined> {
-  if (!/^[0-9a-f-]{36}$/i.test(grantId)) return undefined
+  if (!isUuid(grantId)) return undefined
   return db.transaction(async (tx) => {
     const [grant] = await tx.query<{ key_id: string }>(
       `update oauth_grants set revoked_at = now()

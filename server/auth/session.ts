@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http'
 import type { Queryable } from '../../persistence/types.ts'
 import type { MemberRole } from '../../shared/constants.ts'
+import { isUuid } from '../../shared/ids.ts'
 import { ApiError } from '../errors.ts'
 import { membership, type OrgMembership, sessionUser, type User } from './accounts.ts'
 
@@ -48,9 +49,7 @@ export async function requireMember(
   user: User,
   roles?: readonly MemberRole[],
 ): Promise<OrgMembership> {
-  const m = /^[0-9a-f-]{36}$/i.test(orgId)
-    ? await membership(db, orgId.toLowerCase(), user.id)
-    : undefined
+  const m = isUuid(orgId) ? await membership(db, orgId.toLowerCase(), user.id) : undefined
   if (!m) throw new ApiError(404, 'No such organisation')
   if (roles && !roles.includes(m.role)) {
     throw new ApiError(403, `This needs the role ${roles.join(' or ')}; you are ${m.role}`)

@@ -1,6 +1,6 @@
 import type * as Y from 'yjs'
 import { isOpen } from '../../shared/dependencies.ts'
-import type { WriteScope } from '../live/lane.ts'
+import type { WriteScope } from '../live/write-scope.ts'
 import { boardIndex } from './board-index.ts'
 import { BoardView } from './board-view.ts'
 

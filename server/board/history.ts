@@ -5,7 +5,7 @@ import { shownOnCard } from '../../shared/claims.ts'
 import type { ClaimRecord } from '../../shared/records.ts'
 import { type ClaimRow, claimRecordFromRow } from '../claims/locks.ts'
 import { notFound } from '../errors.ts'
-import type { WriteScope } from '../live/lane.ts'
+import type { WriteScope } from '../live/write-scope.ts'
 import { taskFromArchived } from './archive.ts'
 import type { BoardView } from './board-view.ts'
 

@@ -1,5 +1,5 @@
 import type { Queryable } from '../../persistence/types.ts'
-import type { ChangeKind } from '../live/origins.ts'
+import type { ChangeKind } from '../live/events.ts'
 
 /**
  * The change log read as get_changes pages. Rows are stamped with their writing

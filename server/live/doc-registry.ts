@@ -1,4 +1,5 @@
 import type { DirectConnection, Document, Hocuspocus } from '@hocuspocus/server'
+import { orgIdOf } from '../../shared/doc-names.ts'
 import { CLOSE } from '../../shared/live-protocol.ts'
 import type { Logger } from '../http/json.ts'
 
@@ -88,7 +89,7 @@ export class DocRegistry {
    * would be acknowledged yet never stored or shown. Such a document is never kept.
    */
   private async open(name: string): Promise<DocEntry> {
-    const orgId = name.slice(0, 36)
+    const orgId = orgIdOf(name)
     for (let attempt = 0; ; attempt++) {
       const connection = await this.hocuspocus.openDirectConnection(name, {
         orgId,

@@ -1,21 +1,10 @@
 import { Document } from '@hocuspocus/server'
 
 /**
- * Holds a server write's document updates back from Hocuspocus until the write commits.
- *
- * The server keeps each document once: a write is computed on the live document itself.
- * Hocuspocus hands every update of a document to `Document.handleUpdate`, which broadcasts
- * it to the connections and runs the `onChange` hooks (the Redis extension's publish)
- * synchronously, with no way to veto or defer it. So that a write whose commit fails is
- * seen by nobody, updates made under a held origin skip `handleUpdate` and wait here; the
- * write releases them, in order, once its transaction committed, or drops them when it
- * failed (the document is then evicted and reloaded from storage: registry.ts).
- *
- * This replaces the prototype method that Document's constructor binds as its 'update'
- * listener, so it applies to every document created after this module loads. It is the
- * one place that reaches into Hocuspocus internals; the version is pinned in package.json
- * and test/live/write-atomicity.test.ts fails if an uncommitted write ever reaches a
- * provider.
+ * Holds a server write's updates back from Hocuspocus (its broadcast and Redis publish)
+ * until the write commits, so a failed write is seen by nobody (docs/design.md, "One copy of
+ * each document, and no dirty reads"). The one patch of Hocuspocus internals: it replaces
+ * Document.handleUpdate; test/live/write-atomicity.test.ts fails if it ever stops holding.
  */
 
 type HandleUpdate = (this: Document, update: Uint8Array, origin: unknown) => unknown

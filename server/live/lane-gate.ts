@@ -1,20 +1,9 @@
 /**
- * Orders the work on one organisation's live documents.
- *
- * A server write is computed on the live documents themselves and its updates are held
- * back until it commits (hold.ts), so from its computing to its commit the documents hold
- * a change nobody may see yet: they are "dirty". Anything that looks at them must find
- * them clean: a read (get_board, get_task...) and a person's incoming sync message (its
- * reply is computed from the document, and the guard's compensations build on what the
- * document holds). So:
- * - `write()`: one write computes at a time; others may still be committing (dirty).
- * - `read()`: waits until no write computes and none is dirty; readers share.
- * - `urgent()`: waits only until no write computes, ahead of everyone: an eviction after a
- *   failed commit, which is what makes the documents clean again.
- * First come, first served: a reader waits for the writes queued before it and the writes
- * queued after it wait for the reader, so a steady stream of either never starves the other.
+ * Orders the work on one organisation's live documents: one write computes at a time, and
+ * a read or a person's sync message waits until no uncommitted update is held in them;
+ * first come, first served (docs/design.md, "One copy of each document, and no dirty reads").
  */
-export class Gate {
+export class LaneGate {
   private computing = false
   private dirty = 0
   private readers = 0

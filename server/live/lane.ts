@@ -3,73 +3,26 @@ import type { Document } from '@hocuspocus/server'
 import * as Y from 'yjs'
 import { isConnectionError, StorageUnavailable } from '../../persistence/availability.ts'
 import type { Db, Queryable, Transaction } from '../../persistence/types.ts'
-import { invalidKeyError, keyRevoked, revokedKeyError } from '../auth/api-keys.ts'
 import { ApiError } from '../errors.ts'
 import type { Logger } from '../http/json.ts'
 import type { Compaction } from './compaction.ts'
 import { type DocEntry, type DocRegistry, gone } from './doc-registry.ts'
+import type { EventSink } from './events.ts'
+import { type Batch, type BatchMember, lastStatement, newBatch } from './group-commit.ts'
 import { drop, heldUpdates, hold, release } from './hold.ts'
-import { Gate } from './lane-gate.ts'
-import type {
-  ChangeKind,
-  DomainEvent,
-  EventSink,
-  ServerTransactionOrigin,
-  WriteOrigin,
-} from './origins.ts'
-import { type PendingArchived, PeoplePending, type TakenPeople } from './pending-edits.ts'
+import { LaneGate } from './lane-gate.ts'
+import { type WriteOrigin, type WriteTransactionOrigin, writeTransaction } from './origins.ts'
+import { PeoplePending, type TakenPeople } from './pending-edits.ts'
 import {
+  asKeyRefused,
   IdempotencyTakenOver,
-  type IdempotentWrite,
-  type Recorded,
-  type RowOp,
+  KeyRefused,
+  keyRevoked,
   recordsNothing,
   recordWrites,
   type WriteRecord,
 } from './write-record.ts'
-
-/** What a write's callback works with. Everything in it commits together or not at all. */
-export interface WriteScope {
-  /** The write's document (the board, or a map), as of this write; read it to validate. */
-  readonly doc: Y.Doc
-  /** The write's Postgres transaction. */
-  readonly tx: Queryable
-  readonly origin: WriteOrigin
-  /** The write's timestamp, ISO 8601 UTC. */
-  readonly now: string
-  /**
-   * Another document of the organisation (a card's), named when the write was started:
-   * documents are loaded before its transaction begins (a load waits on storage, and on
-   * PGlite's one connection it would wait for this very transaction).
-   */
-  open(name: string): Y.Doc
-  /** Records a change-log row (get_changes reads these). */
-  changed(kind: ChangeKind, entityId: string): void
-  /** Records an event for webhooks, committed with the write (the outbox). */
-  emit(event: DomainEvent): void
-  /** Puts or removes a row of the history tables, committed with the write. */
-  row(op: RowOp): void
-  /** Changes the write's document; synchronous, so nothing interleaves with it. */
-  mutate<T>(fn: (doc: Y.Doc) => T): T
-  /** Changes another document this write opened. */
-  mutateDoc<T>(doc: Y.Doc, fn: (doc: Y.Doc) => T): T
-  /** Runs once the transaction committed and the documents show the change. */
-  afterCommit(fn: () => void): void
-  /**
-   * What people's edits not yet stored do to an archived card's row (a person archived the
-   * card, or commented on it since): they are stored ahead of this write but after it
-   * reads, so a row read from storage is read through this (board/history.ts lockArchived).
-   */
-  pendingArchived(taskId: string): PendingArchived
-  /**
-   * Marks an Idempotency-Key done with this write's answer as the write is stored, in its
-   * record statement: the answer commits with the write, and the write still joins group
-   * commit. If a retry took the key over meanwhile, the write is refused
-   * (IdempotencyTakenOver) and nothing of it is stored. The answer is usually the write's
-   * result, so this may be called as the callback returns; a later call replaces an earlier.
-   */
-  idempotent(entry: IdempotentWrite): void
-}
+import { WriteCollector, type WriteScope } from './write-scope.ts'
 
 export interface LaneServices {
   db: Db
@@ -80,33 +33,25 @@ export interface LaneServices {
   eventSink(): EventSink | undefined
 }
 
-/** A transaction's last statement, as a Queryable (see Transaction.final). */
-const last = (tx: Transaction): Queryable => ({ query: (text, params) => tx.final(text, params) })
-
-/** Writes stored together by their first one's transaction (group commit). */
-interface Batch {
-  records: WriteRecord[]
-  /** The writes in the batch, in order: their transaction origin and their own record's index. */
-  members: { marker: ServerTransactionOrigin; index: number }[]
-  /** The opener's record statement, issued once the earlier writes committed. */
-  recorded: Promise<Recorded> | undefined
-  /** Once the opener's transaction committed: how many records were stored, why not the next. */
-  stored: Promise<Stored>
-  settle(stored: Stored): void
-  fail(error: unknown): void
-}
-
-type Stored = Pick<Recorded, 'stored' | 'refused'>
-
-function newBatch(): Batch {
-  let settle!: (stored: Stored) => void
-  let fail!: (error: unknown) => void
-  const stored = new Promise<Stored>((resolve, reject) => {
-    settle = resolve
-    fail = reject
-  })
-  stored.catch(() => {})
-  return { records: [], members: [], recorded: undefined, stored, settle, fail }
+/** One write in flight in its lane, from the gate to its commit. */
+interface LaneWrite {
+  origin: WriteOrigin
+  marker: WriteTransactionOrigin
+  /** The lane's generation when it began (a recovery in between means it cannot commit). */
+  generation: number
+  /** Settles once every write computed before it has committed (true) or one failed (false). */
+  previous: Promise<boolean>
+  /** Settles this write's link of the chain. */
+  settle(ok: boolean): void
+  /** The documents its updates are held in (dirty until it is stored). */
+  docs: Set<string>
+  computing: boolean
+  scope: WriteCollector | undefined
+  /** The people's edits it took, stored ahead of it. */
+  people: TakenPeople | undefined
+  peopleSettled: boolean
+  /** Its place in a batch, when it joined one. */
+  member: BatchMember | undefined
 }
 
 /** How long people's edits wait to be stored together when no write comes to take them. */
@@ -116,17 +61,6 @@ const PEOPLE_RETRY_MS = 1_000
 
 /** The lanes whose write the current async context is computing (a read there would wait for itself). */
 const insideWrite = new AsyncLocalStorage<OrgLane>()
-
-export function isWriteOrigin(origin: unknown): origin is ServerTransactionOrigin {
-  return (
-    typeof origin === 'object' &&
-    origin !== null &&
-    (origin as { source?: unknown }).source === 'local' &&
-    typeof (origin as { context?: unknown }).context === 'object' &&
-    (origin as { context: object | null }).context !== null &&
-    'write' in (origin as { context: object }).context
-  )
-}
 
 /**
  * One organisation's write path: every server write to the organisation's documents (the
@@ -143,7 +77,7 @@ export function isWriteOrigin(origin: unknown): origin is ServerTransactionOrigi
  */
 export class OrgLane {
   readonly orgId: string
-  readonly gate = new Gate()
+  readonly gate = new LaneGate()
   readonly people = new PeoplePending()
   private readonly services: LaneServices
   /**
@@ -217,231 +151,225 @@ export class OrgLane {
     acquire: (name: string) => Promise<DocEntry>,
     fn: (scope: WriteScope) => Promise<T>,
   ): Promise<T> {
-    const { db, log } = this.services
-    const marker: ServerTransactionOrigin = {
-      source: 'local',
-      skipStoreHooks: true,
-      context: { write: origin },
-    }
-    const changes: { kind: ChangeKind; entityId: string }[] = []
-    const events: DomainEvent[] = []
-    const ops: RowOp[] = []
-    const after: (() => void)[] = []
-    let idempotency: IdempotentWrite | undefined
-    const docs = new Set<string>()
     await this.gate.write()
-    let computing = true
-    const computed = () => {
-      if (!computing) return
-      computing = false
-      for (const h of heldUpdates(marker)) docs.add(h.doc.name)
-      for (const name of docs) this.dirty.set(name, (this.dirty.get(name) ?? 0) + 1)
-      this.gate.computed(docs.size > 0)
+    const write = this.begin(origin)
+    try {
+      // Documents evicted while this write waited are loaded again, still outside its
+      // transaction.
+      for (const name of names) await acquire(name)
+      const docs = new Map([...entries].map(([name, e]) => [name, e.doc as Y.Doc]))
+      const result = await this.services.db.transaction(async (tx) => {
+        const scope = new WriteCollector({
+          tx,
+          origin,
+          main: primary ? docs.get(primary) : undefined,
+          docs,
+          marker: write.marker,
+          pendingArchived: (taskId) => this.people.archived(taskId),
+        })
+        write.scope = scope
+        const value = await insideWrite.run(this, () => fn(scope))
+        await this.store(tx, write, scope)
+        return value
+      })
+      await this.stored(write)
+      write.settle(true)
+      this.clean(write.docs, write.generation)
+      for (const f of write.scope?.after ?? []) f()
+      return result
+    } catch (error) {
+      throw await this.failed(write, error)
     }
+  }
+
+  /** Starts a write that may now compute: its transaction origin held, its place in the chain. */
+  private begin(origin: WriteOrigin): LaneWrite {
+    const marker = writeTransaction(origin)
     hold(marker)
-    const generation = this.generation
     const previous = this.committed
     let settle!: (ok: boolean) => void
     this.committed = new Promise<boolean>((resolve) => {
       settle = resolve
     })
-    const earlierCommitted = async () => {
-      if (await previous) return
-      // Built on a write that did not commit: it fails the same way (a 503 when the
-      // database was away, which says nothing was written).
-      const cause = this.lastFailure
-      if (isConnectionError(cause)) throw new StorageUnavailable(cause)
-      throw new Error(
-        `an earlier write of ${this.orgId} failed to commit; this one was built on it`,
-        { cause },
-      )
+    const write: LaneWrite = {
+      origin,
+      marker,
+      generation: this.generation,
+      previous,
+      settle,
+      docs: new Set(),
+      computing: true,
+      scope: undefined,
+      people: undefined,
+      peopleSettled: false,
+      member: undefined,
     }
-    let people: TakenPeople | undefined
-    let peopleSettled = false
-    const settlePeople = (stored: boolean) => {
-      if (!people || peopleSettled) return
-      peopleSettled = true
-      if (stored) people.done()
-      else {
-        people.restore()
-        this.schedulePeopleFlush(PEOPLE_RETRY_MS)
-      }
+    return write
+  }
+
+  /** The write has computed: the documents it changed are dirty until it is stored. */
+  private computed(write: LaneWrite): void {
+    if (!write.computing) return
+    write.computing = false
+    for (const h of heldUpdates(write.marker)) write.docs.add(h.doc.name)
+    for (const name of write.docs) this.dirty.set(name, (this.dirty.get(name) ?? 0) + 1)
+    this.gate.computed(write.docs.size > 0)
+  }
+
+  /** Waits for the writes computed before this one; built on one that failed, it fails alike. */
+  private async earlierCommitted(write: LaneWrite): Promise<void> {
+    if (await write.previous) return
+    // A 503 when the database was away, which says nothing was written.
+    const cause = this.lastFailure
+    if (isConnectionError(cause)) throw new StorageUnavailable(cause)
+    throw new Error(
+      `an earlier write of ${this.orgId} failed to commit; this one was built on it`,
+      { cause },
+    )
+  }
+
+  /** The people's edits a write took: stored with it, or put back for the next attempt. */
+  private settlePeople(write: LaneWrite, stored: boolean): void {
+    const { people } = write
+    if (!people || write.peopleSettled) return
+    write.peopleSettled = true
+    if (stored) people.done()
+    else {
+      people.restore()
+      this.schedulePeopleFlush(PEOPLE_RETRY_MS)
     }
-    /** This write's place in a batch, and where its people's records start. */
-    let member: { batch: Batch; index: number; peopleAt: number; opener: boolean } | undefined
+  }
+
+  /**
+   * Inside the write's transaction, once its callback returned: stores its record (and the
+   * people's edits before it) alone when it queried the transaction, or joins the batch the
+   * writes computed now share (group commit), opening it if none is open.
+   */
+  private async store(tx: Transaction, write: LaneWrite, scope: WriteCollector): Promise<void> {
+    const { origin } = write
+    const sink = this.services.eventSink()
+    const { events } = scope
+    const staged = events.length > 0 ? sink?.stage(origin, events) : undefined
+    const record: WriteRecord = {
+      updates: mergedByDoc(heldUpdates(write.marker)),
+      keyId: origin.type === 'agent' ? origin.keyId : undefined,
+      idempotency: scope.idempotency,
+      changes: scope.changes,
+      ops: scope.ops,
+      events: staged,
+    }
+    // People's edits made before this write are stored ahead of it (it may build on them).
+    write.people = this.people.take()
+    const before = write.people
+      ? await this.peopleRecords(tx, write.people)
+      : { records: [], stored: false }
+    const records = [...before.records, record]
+    const storeEvents = events.length > 0 && sink !== undefined && staged === undefined
+    if (scope.queried || before.stored || storeEvents) {
+      this.batch = undefined
+      this.computed(write)
+      await this.earlierCommitted(write)
+      if (storeEvents) await sink.store(tx, origin, events)
+      // Not awaited: it leaves in one write with the COMMIT, and a failure (CB401 for a
+      // revoked key, CB409 for a taken-over Idempotency-Key) surfaces from the commit
+      // (TrackedTx.settle).
+      void recordWrites(lastStatement(tx), { orgId: this.orgId, allOrNothing: true }, records)
+        .then((r) => this.services.eventSink()?.stored(r.deliveryIds))
+        .catch(() => {})
+      return
+    }
+    if (records.every(recordsNothing)) {
+      this.computed(write)
+      await this.earlierCommitted(write)
+      return
+    }
+    const open = this.batch
+    const batch = open ?? newBatch()
+    const peopleAt = batch.records.length
+    batch.records.push(...before.records)
+    write.member = { batch, index: batch.records.length, peopleAt, opener: !open }
+    batch.records.push(record)
+    batch.members.push({ marker: write.marker, index: write.member.index })
+    if (open) {
+      this.computed(write)
+      return
+    }
+    this.batch = batch
+    this.computed(write)
     try {
-      // Documents evicted while this write waited are loaded again, still outside its
-      // transaction.
-      for (const name of names) await acquire(name)
-      const main = primary ? entries.get(primary) : undefined
-      const result = await db.transaction(async (tx) => {
-        let queried = false
-        const mutateDoc = <R>(doc: Y.Doc, mutation: (d: Y.Doc) => R): R => {
-          // A destroyed Y.Doc has dropped its listeners: the change would be neither held,
-          // stored nor shown. Documents are acquired again after the gate (above), so this
-          // cannot happen; if it ever does, the write fails rather than vanish.
-          if (doc.isDestroyed) throw new Error('a write reached a document after it was unloaded')
-          let out: R | undefined
-          doc.transact(() => {
-            out = mutation(doc)
-          }, marker)
-          return out as R
-        }
-        const scope: WriteScope = {
-          get doc() {
-            if (!main) throw new Error('this write has no document of its own')
-            return main.doc
-          },
-          tx: {
-            query: (text, params) => {
-              queried = true
-              return tx.query(text, params)
-            },
-          },
-          origin,
-          now: new Date().toISOString(),
-          open: (name) => {
-            const entry = entries.get(name)
-            if (!entry) throw new Error(`${name} was not named when this write started`)
-            return entry.doc
-          },
-          changed: (kind, entityId) => {
-            changes.push({ kind, entityId })
-          },
-          emit: (event) => {
-            events.push(event)
-          },
-          row: (op) => {
-            ops.push(op)
-          },
-          mutate: (mutation) => {
-            if (!main) throw new Error('this write has no document of its own')
-            return mutateDoc(main.doc, mutation)
-          },
-          mutateDoc,
-          afterCommit: (f) => {
-            after.push(f)
-          },
-          pendingArchived: (taskId) => this.people.archived(taskId),
-          idempotent: (entry) => {
-            idempotency = entry
-          },
-        }
-        const value = await insideWrite.run(this, () => fn(scope))
-        const sink = this.services.eventSink()
-        const staged = events.length > 0 ? sink?.stage(origin, events) : undefined
-        const record: WriteRecord = {
-          updates: mergedByDoc(heldUpdates(marker)),
-          keyId: origin.type === 'agent' ? origin.keyId : undefined,
-          idempotency,
-          changes,
-          ops,
-          events: staged,
-        }
-        // People's edits made before this write are stored ahead of it (it may build on them).
-        people = this.people.take()
-        const before = people
-          ? await this.peopleRecords(tx, people)
-          : { records: [], stored: false }
-        const records = [...before.records, record]
-        const storeEvents = events.length > 0 && sink !== undefined && staged === undefined
-        if (queried || before.stored || storeEvents) {
-          this.batch = undefined
-          computed()
-          await earlierCommitted()
-          if (storeEvents) await sink.store(tx, origin, events)
-          // Not awaited: it leaves in one write with the COMMIT, and a failure (CB401 for
-          // a revoked key, CB409 for a taken-over Idempotency-Key) surfaces from the commit
-          // (TrackedTx.settle).
-          void recordWrites(last(tx), { orgId: this.orgId, allOrNothing: true }, records)
-            .then((r) => this.services.eventSink()?.stored(r.deliveryIds))
-            .catch(() => {})
-          return value
-        }
-        if (records.every(recordsNothing)) {
-          computed()
-          await earlierCommitted()
-          return value
-        }
-        const open = this.batch
-        const batch = open ?? newBatch()
-        const peopleAt = batch.records.length
-        batch.records.push(...before.records)
-        member = { batch, index: batch.records.length, peopleAt, opener: !open }
-        batch.records.push(record)
-        batch.members.push({ marker, index: member.index })
-        if (open) {
-          computed()
-          return value
-        }
-        this.batch = batch
-        computed()
-        try {
-          await earlierCommitted()
-        } finally {
-          if (this.batch === batch) this.batch = undefined
-        }
-        // Not awaited: the transaction's only statement, it leaves alone (no BEGIN, COMMIT).
-        batch.recorded = recordWrites(
-          last(tx),
-          { orgId: this.orgId, allOrNothing: false },
-          batch.records,
-        )
-        batch.recorded.catch(() => {})
-        return value
-      })
-      if (member) {
-        const { batch, index, peopleAt, opener } = member
-        if (opener) {
-          // The opener's transaction committed (or threw, below): show the stored writes, in
-          // the order they were computed (each was built on the ones before it).
-          const recorded = await batch.recorded
-          if (!recorded) throw new Error('a batch was committed without its records')
-          for (const r of batch.records.slice(0, recorded.stored))
-            for (const u of r.updates) this.services.compaction.appended(u.doc)
-          for (const m of batch.members) if (m.index < recorded.stored) release(m.marker)
-          batch.settle(recorded)
-          this.services.eventSink()?.stored(recorded.deliveryIds)
-        }
-        const { stored, refused } = await batch.stored
-        settlePeople(peopleAt < stored)
-        if (index === stored)
-          throw refused === 'idempotency' ? new IdempotencyTakenOver() : invalidKeyError()
-        if (index > stored) {
-          throw new Error(`an earlier write of ${this.orgId} was refused; this one was built on it`)
-        }
-      } else {
-        release(marker)
-        settlePeople(true)
-        for (const name of docs) this.services.compaction.appended(name)
-        for (const u of people?.updates ?? []) this.services.compaction.appended(u.doc)
-      }
-      settle(true)
-      this.clean(docs, generation)
-      for (const f of after) f()
-      return result
-    } catch (error) {
-      computed()
-      if (member?.opener) member.batch.fail(error)
-      settlePeople(false)
-      const poisoned = docs.size > 0 || people !== undefined
-      if (!poisoned) {
-        // Nothing of this write is in the documents or storage's order: later writes
-        // depend only on earlier ones.
-        drop(marker)
-        void previous.then(settle)
-      } else {
-        this.lastFailure = error
-        settle(false)
-        await this.recover(generation)
-        drop(marker)
-        if (docs.size > 0) this.gate.settled()
-      }
-      const refused = await this.refusedKey(origin, error)
-      if (!refused && !(error instanceof ApiError))
-        log.error(`a write of ${this.orgId} failed`, error)
-      throw refused ?? error
+      await this.earlierCommitted(write)
+    } finally {
+      if (this.batch === batch) this.batch = undefined
     }
+    // Not awaited: the transaction's only statement, it leaves alone (no BEGIN, COMMIT).
+    batch.recorded = recordWrites(
+      lastStatement(tx),
+      { orgId: this.orgId, allOrNothing: false },
+      batch.records,
+    )
+    batch.recorded.catch(() => {})
+  }
+
+  /**
+   * After the write's transaction committed: its updates are shown. A batch's opener shows
+   * the stored writes of the batch, in the order they were computed (each was built on the
+   * ones before it); every member learns whether its own record was stored.
+   */
+  private async stored(write: LaneWrite): Promise<void> {
+    const { compaction } = this.services
+    const { member } = write
+    if (!member) {
+      release(write.marker)
+      this.settlePeople(write, true)
+      for (const name of write.docs) compaction.appended(name)
+      for (const u of write.people?.updates ?? []) compaction.appended(u.doc)
+      return
+    }
+    const { batch, index, peopleAt, opener } = member
+    if (opener) {
+      const recorded = await batch.recorded
+      if (!recorded) throw new Error('a batch was committed without its records')
+      for (const r of batch.records.slice(0, recorded.stored))
+        for (const u of r.updates) compaction.appended(u.doc)
+      for (const m of batch.members) if (m.index < recorded.stored) release(m.marker)
+      batch.settle(recorded)
+      this.services.eventSink()?.stored(recorded.deliveryIds)
+    }
+    const { stored, refused } = await batch.stored
+    this.settlePeople(write, peopleAt < stored)
+    if (index === stored)
+      throw refused === 'idempotency' ? new IdempotencyTakenOver() : new KeyRefused()
+    if (index > stored) {
+      throw new Error(`an earlier write of ${this.orgId} was refused; this one was built on it`)
+    }
+  }
+
+  /**
+   * A write that failed: nothing of it is shown. If its updates reached the documents or it
+   * took people's edits, the writes built on it fail too and the documents are recovered
+   * (evicted, reloaded from storage). Returns what to throw.
+   */
+  private async failed(write: LaneWrite, error: unknown): Promise<unknown> {
+    this.computed(write)
+    if (write.member?.opener) write.member.batch.fail(error)
+    this.settlePeople(write, false)
+    const poisoned = write.docs.size > 0 || write.people !== undefined
+    if (!poisoned) {
+      // Nothing of this write is in the documents or storage's order: later writes depend
+      // only on earlier ones.
+      drop(write.marker)
+      void write.previous.then(write.settle)
+    } else {
+      this.lastFailure = error
+      write.settle(false)
+      await this.recover(write.generation)
+      drop(write.marker)
+      if (write.docs.size > 0) this.gate.settled()
+    }
+    const refused = await this.refusedKey(write.origin, error)
+    if (!refused && !(error instanceof ApiError))
+      this.services.log.error(`a write of ${this.orgId} failed`, error)
+    return refused ?? error
   }
 
   /** A successful write's held updates are out: its documents are clean of it. */
@@ -509,14 +437,14 @@ export class OrgLane {
   }
 
   /**
-   * The 401 of a failed agent write whose key is revoked: a write refused for its key, or
-   * one that failed because an earlier write failed while its own key was revoked too.
+   * The refusal of a failed agent write whose key is revoked: a write refused for its key,
+   * or one that failed because an earlier write failed while its own key was revoked too.
    */
-  private async refusedKey(origin: WriteOrigin, error: unknown): Promise<ApiError | undefined> {
-    const refused = revokedKeyError(error)
+  private async refusedKey(origin: WriteOrigin, error: unknown): Promise<KeyRefused | undefined> {
+    const refused = asKeyRefused(error)
     if (refused || error instanceof ApiError || origin.type !== 'agent') return refused
     return (await keyRevoked(this.services.db, origin.keyId).catch(() => false))
-      ? invalidKeyError()
+      ? new KeyRefused()
       : undefined
   }
 

@@ -11,23 +11,23 @@ import * as decoding from 'lib0/decoding'
 import type * as Y from 'yjs'
 import { isConnectionError } from '../../persistence/availability.ts'
 import type { Db } from '../../persistence/types.ts'
-import { asStats, boardDocName, boardMaps, sameStats } from '../../shared/board-doc.ts'
-import { statsOf } from '../../shared/card-doc.ts'
-import { cardDocName, parseDocName } from '../../shared/doc-names.ts'
+import { boardDocName } from '../../shared/board-doc.ts'
+import { orgIdOf, parseDocName } from '../../shared/doc-names.ts'
 import { CLOSE, encodeNotice } from '../../shared/live-protocol.ts'
 import type { Logger } from '../http/json.ts'
 import { Compaction } from './compaction.ts'
 import { type CloseTarget, ConnectionControl, type Notice } from './connection-control.ts'
 import { loadInto, replay } from './doc-store.ts'
 import './hold.ts'
-import { PeopleEdits, RESTORE_ORIGIN } from '../review/people-edits.ts'
 import { type ConnectionContext, type DocEntry, DocRegistry } from './doc-registry.ts'
-import { OrgLane, type WriteScope } from './lane.ts'
-import type { EventSink, WriteOrigin } from './origins.ts'
+import type { EventSink } from './events.ts'
+import { OrgLane } from './lane.ts'
+import { RESTORE_ORIGIN, type WriteOrigin } from './origins.ts'
 import { GatedRedis, watchRedis } from './redis.ts'
+import type { EditReviewer, ReviewHost } from './reviewer.ts'
+import type { WriteScope } from './write-scope.ts'
 
 export type { ConnectionContext } from './doc-registry.ts'
-export type { WriteScope } from './lane.ts'
 
 export type Authenticate = (token: string, documentName: string) => Promise<ConnectionContext>
 
@@ -55,7 +55,7 @@ export class LiveDocs {
   private readonly registry: DocRegistry
   private readonly lanes = new Map<string, OrgLane>()
   private readonly compaction: Compaction
-  private readonly people: PeopleEdits
+  private readonly reviewer: EditReviewer | undefined
   private readonly control: ConnectionControl
   private readonly mapsNoticeDue = new Map<string, NodeJS.Timeout>()
   private readonly db: Db
@@ -74,6 +74,8 @@ export class LiveDocs {
     idleMs: number
     log: Logger
     authenticate: Authenticate
+    /** Reviews people's edits (server/review/); without one they are stored as they come. */
+    reviewer?: (host: ReviewHost) => EditReviewer
     /** With Redis, several server processes share live documents (each change is published). */
     redis?: { url: string; prefix: string } | undefined
   }) {
@@ -86,14 +88,7 @@ export class LiveDocs {
         if (!ref) throw new Error('Unknown document')
         // A refusal is final for the provider (it does not ask again on its own socket), so
         // while the database is away the connection waits for it rather than be refused.
-        return this.whenStorageAnswers(async () => {
-          const context = await options.authenticate(token, documentName)
-          if (ref.kind === 'card' && !(await this.cardExists(ref.orgId, ref.taskId))) {
-            // The provider hears `reason`: the same words as when the card goes while open.
-            throw Object.assign(new Error('No such card'), { reason: CLOSE.cardDeleted.reason })
-          }
-          return context
-        })
+        return this.whenStorageAnswers(() => options.authenticate(token, documentName))
       },
       onLoadDocument: async ({ document, documentName }: onLoadDocumentPayload) => {
         const ref = parseDocName(documentName)
@@ -102,7 +97,7 @@ export class LiveDocs {
         // People's edits not yet stored (a reload after an eviction): already reviewed.
         replay(document, this.lane(ref.orgId).people.updatesOf(documentName), RESTORE_ORIGIN)
         this.compaction.loaded(documentName, loaded.rows)
-        this.people.watch(document)
+        this.reviewer?.watch(document)
       },
       afterLoadDocument: async ({ documentName }) => {
         const ref = parseDocName(documentName)
@@ -114,17 +109,17 @@ export class LiveDocs {
         this.boards.delete(documentName)
         if (board) this.registry.release(board)
         this.compaction.forget(documentName)
-        this.dropIdleLane(documentName.slice(0, 36))
+        this.dropIdleLane(orgIdOf(documentName))
       },
       beforeHandleMessage: async ({ connection, update, document }) => {
         if (!carriesContent(update)) return
-        const done = await this.lane(document.name.slice(0, 36)).gate.read()
+        const done = await this.lane(orgIdOf(document.name)).gate.read()
         if (document.isDestroyed) {
           // Evicted or unloaded under this connection: it reconnects to the live copy.
           done()
           throw Object.assign(new Error(CLOSE.reloaded.reason), { code: CLOSE.reloaded.code })
         }
-        this.people.prepare(document)
+        this.reviewer?.prepare(document)
         this.admitted.set(connection, done)
       },
       afterHandleMessage: async ({ connection }) => {
@@ -142,7 +137,7 @@ export class LiveDocs {
           createClient: () => watchRedis(new IORedis(url), 'live documents', this.log),
           prefix,
         },
-        (name) => this.lane(name.slice(0, 36)).gate.read(),
+        (name) => this.lane(orgIdOf(name)).gate.read(),
       )
       extensions.push(this.shared)
     }
@@ -152,10 +147,20 @@ export class LiveDocs {
       idleMs: options.idleMs,
       log: this.log,
     })
-    this.people = new PeopleEdits({
-      lane: (orgId) => this.lane(orgId),
-      registry: this.registry,
-      repairStats: (orgId, taskId) => void this.repairStats(orgId, taskId),
+    this.reviewer = options.reviewer?.({
+      pending: (orgId) => ({
+        addUpdate: (docName, update) => {
+          this.lane(orgId).people.addUpdate(docName, update)
+          this.lane(orgId).schedulePeopleFlush()
+        },
+        addReport: (report) => {
+          this.lane(orgId).people.addReport(report)
+          this.lane(orgId).schedulePeopleFlush()
+        },
+      }),
+      log: this.log,
+      loaded: (docName) => this.registry.loaded(docName),
+      write: (docName, origin, fn, opens) => this.write(docName, origin, fn, opens),
     })
     this.control = new ConnectionControl({
       closeHere: (target) => this.closeHere(target),
@@ -212,26 +217,9 @@ export class LiveDocs {
     }
   }
 
-  /** A card of the organisation, on the board or archived: its document may be opened. */
-  private async cardExists(orgId: string, taskId: string): Promise<boolean> {
-    const onBoard = await this.read(boardDocName(orgId), (doc) => boardMaps(doc).tasks.has(taskId))
-    if (onBoard) return true
-    const archived = async () =>
-      (
-        await this.db.query('select 1 from archived_tasks where id = $1 and org_id = $2', [
-          taskId,
-          orgId,
-        ])
-      ).length > 0
-    if (await archived()) return true
-    // A person may have archived it a moment ago: their edit is live, its row not yet stored.
-    await this.flushPeople(orgId)
-    return archived()
-  }
-
   /** Reads a live document once it holds only committed state. `fn` must not keep references. */
   async read<T>(docName: string, fn: (doc: Y.Doc) => T | Promise<T>): Promise<T> {
-    return this.lane(docName.slice(0, 36)).read([docName], ([doc]) => fn(doc as Document))
+    return this.lane(orgIdOf(docName)).read([docName], ([doc]) => fn(doc as Document))
   }
 
   /**
@@ -270,29 +258,8 @@ export class LiveDocs {
    * committed, with `close`, so nobody keeps the document open on any process.
    */
   forgetDocument(documentName: string, close?: CloseTarget): void {
-    this.lane(documentName.slice(0, 36)).people.forgetDoc(documentName)
+    this.lane(orgIdOf(documentName)).people.forgetDoc(documentName)
     if (close) this.closeConnections(close)
-  }
-
-  /**
-   * Makes a card's board `stats` follow its document again, as a server write: after a
-   * person's comment reached a card whose board was not in memory at that moment.
-   */
-  private async repairStats(orgId: string, taskId: string): Promise<void> {
-    const cardDoc = cardDocName(orgId, taskId)
-    await this.write(
-      boardDocName(orgId),
-      { type: 'server', orgId },
-      async (w) => {
-        const card = boardMaps(w.doc).tasks.get(taskId)
-        if (!card) return
-        const stats = statsOf(w.open(cardDoc))
-        if (sameStats(asStats(card.get('stats')), stats)) return
-        w.mutate(() => card.set('stats', stats))
-        w.changed('task', taskId)
-      },
-      [cardDoc],
-    ).catch((error: unknown) => this.log.error(`repairing stats of ${taskId} failed`, error))
   }
 
   /**

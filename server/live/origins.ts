@@ -1,9 +1,9 @@
+import { isTransactionOrigin } from '@hocuspocus/server'
 import type { AgentIdentity } from '../../shared/labels.ts'
-import type { WebhookEventType } from '../../shared/schemas/webhooks.ts'
 
 /**
- * Who a server-side document write is made for. Persistence, the change log, claim checks
- * and (later) webhooks read this; nobody guesses from the update bytes.
+ * Who a server write is made for. Persistence, the change log, claim checks and webhooks
+ * read this; nobody guesses from the update bytes.
  */
 export type WriteOrigin =
   | {
@@ -16,51 +16,49 @@ export type WriteOrigin =
   | { type: 'person'; orgId: string; userId: string; email: string }
   | { type: 'server'; orgId: string }
 
-export const CHANGE_KINDS = ['task', 'column', 'comment', 'attachment', 'claim'] as const
-export type ChangeKind = (typeof CHANGE_KINDS)[number]
+/** A person's (or a program's) sync message, on a connection to this process. */
+export interface ConnectionOrigin {
+  source: 'connection'
+  connection: { context: unknown; sendStateless(payload: string): void }
+}
 
-/** Marks transactions on a live document that the server itself applied. */
-export interface ServerTransactionOrigin {
+/** A server write, computed by its lane and held from everyone until it commits (lane.ts). */
+export interface WriteTransactionOrigin {
   source: 'local'
   skipStoreHooks: true
   context: { write: WriteOrigin }
 }
 
-/** The webhook event types; one list, in shared/ so the app API's schema uses it too. */
-export { WEBHOOK_EVENT_TYPES as EVENT_TYPES } from '../../shared/schemas/webhooks.ts'
-export type EventType = WebhookEventType
+/** The review's own transactions: compensations, stamps and derived values (server/review/). */
+export const GUARD_ORIGIN = {
+  source: 'local',
+  skipStoreHooks: true,
+  context: { guard: true },
+} as const
+
+/** A reload replaying people's edits not yet stored: reviewed already. */
+export const RESTORE_ORIGIN = {
+  source: 'local',
+  skipStoreHooks: true,
+  context: { restore: true },
+} as const
 
 /**
- * Something a write did that webhooks announce. Recorded in the write's own transaction
- * (the outbox), so an event exists exactly when its change committed.
+ * Every origin a transaction on a live document carries: Hocuspocus's three sources, ours
+ * inside `local`. Nothing else applies transactions to our documents.
  */
-export interface DomainEvent {
-  type: EventType
-  data: Record<string, unknown>
+export type TransactionOrigin =
+  | ConnectionOrigin
+  /** Another process's change, through Redis. */
+  | { source: 'redis' }
+  | WriteTransactionOrigin
+  | typeof GUARD_ORIGIN
+  | typeof RESTORE_ORIGIN
+
+export function writeTransaction(write: WriteOrigin): WriteTransactionOrigin {
+  return { source: 'local', skipStoreHooks: true, context: { write } }
 }
 
-/**
- * A write's events ready to travel as parameters of its record statement (record_writes):
- * each with its id and exact payload.
- */
-export interface StagedEvents {
-  rows: { id: string; type: EventType; payload: string }[]
-  createdAt: Date
-}
-
-/** Stores writes' events in the outbox, inside their transaction; the webhooks module provides it. */
-export interface EventSink {
-  /**
-   * The events as parameters for the write's one record statement, or undefined when they
-   * are too many to ship whole (most organisations subscribe to nothing): then `store`.
-   */
-  stage(origin: WriteOrigin, events: readonly DomainEvent[]): StagedEvents | undefined
-  /** Stores the events with statements of their own on `tx`, settled before it resolves. */
-  store(
-    tx: import('../../persistence/types.ts').Queryable,
-    origin: WriteOrigin,
-    events: readonly DomainEvent[],
-  ): Promise<void>
-  /** Told the ids of deliveries a record statement queued (once they committed). */
-  stored(deliveryIds: readonly string[]): void
+export function isConnectionOrigin(origin: unknown): origin is ConnectionOrigin {
+  return isTransactionOrigin(origin) && origin.source === 'connection'
 }

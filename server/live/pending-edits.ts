@@ -1,6 +1,7 @@
 import * as Y from 'yjs'
 import type { TaskStats } from '../../shared/records.ts'
-import type { ChangeKind, DomainEvent, WriteOrigin } from './origins.ts'
+import type { ChangeKind, DomainEvent } from './events.ts'
+import type { WriteOrigin } from './origins.ts'
 import type { ArchivedRow, RowOp } from './write-record.ts'
 
 /**

@@ -18,20 +18,10 @@ interface Queued {
 }
 
 /**
- * The Redis extension, with its incoming messages gated like people's: another process's
- * SyncStep1 is answered with what this document holds, so it must be answered only while
- * the document is clean (no uncommitted write held in it, see gate.ts), and messages of
- * one document keep their order.
- *
- * A document's messages are handled in batches: one gate pass for all that arrived while the
- * previous pass waited or ran, and of a process's SyncStep1s in a batch only the last of each
- * kind is answered (it says what that process holds now, so its answer covers the earlier
- * ones'). One pass per message fell behind under writes on both processes: a pass waits for
- * the writes under way to commit, and the other process sent faster than that (a SyncStep1
- * per change, and the answers to ours). Each SyncStep1 of the growing backlog, answered
- * against a stale state vector, cost a diff of everything since, itself answered in turn,
- * until both event loops spent seconds encoding diffs and requests timed out
- * (test/live/shared-board-load.test.ts).
+ * The Redis extension, with another process's messages gated like people's (answered only
+ * while the document is clean) and handled in batches, each process's latest SyncStep1 only:
+ * one pass per message fell behind under load (docs/design.md, "One copy of each document,
+ * and no dirty reads"; test/live/shared-board-load.test.ts).
  */
 export class GatedRedis extends Redis {
   constructor(configuration: ConstructorParameters<typeof Redis>[0], gate: Gate) {

@@ -1,7 +1,7 @@
 import type { Queryable } from '../../persistence/types.ts'
 import type { StoredAttachment, StoredComment } from '../../shared/card-doc.ts'
 import type { TaskStats } from '../../shared/records.ts'
-import type { ChangeKind, StagedEvents } from './origins.ts'
+import type { ChangeKind, StagedEvents } from './events.ts'
 
 /**
  * A row a write puts into (or removes from) the history tables, in the same statement as
@@ -103,6 +103,29 @@ export class IdempotencyTakenOver extends Error {
   constructor() {
     super('Idempotency-Key taken over by a retry')
   }
+}
+
+/**
+ * A write refused because its API key was revoked while it ran: record_writes raising CB401
+ * (a write committing alone), or a refusal in a batch. Nothing of it was stored.
+ */
+export class KeyRefused extends Error {
+  readonly code = 'CB401'
+  constructor() {
+    super('API key revoked while the write ran')
+  }
+}
+
+/** The refusal a failed write's error carries (record_writes raises CB401), if it is one. */
+export function asKeyRefused(error: unknown): KeyRefused | undefined {
+  if (error instanceof KeyRefused) return error
+  return (error as { code?: unknown } | null)?.code === 'CB401' ? new KeyRefused() : undefined
+}
+
+/** Whether the key is revoked now (or gone). */
+export async function keyRevoked(q: Queryable, keyId: string): Promise<boolean> {
+  const rows = await q.query('select 1 from api_keys where id = $1 and revoked_at is null', [keyId])
+  return rows.length === 0
 }
 
 function refusal(value: unknown): Refusal | undefined {

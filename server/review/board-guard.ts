@@ -14,9 +14,10 @@ import { EMPTY_STATS } from '../../shared/records.ts'
 import { archivedRow } from '../board/archive.ts'
 import { blockingChanges } from '../board/blockers.ts'
 import { boardIndex } from '../board/board-index.ts'
-import type { ChangeKind, DomainEvent } from '../live/origins.ts'
+import type { ChangeKind, DomainEvent } from '../live/events.ts'
+import { GUARD_ORIGIN } from '../live/origins.ts'
 import type { RowOp } from '../live/write-record.ts'
-import { type Editor, GUARD_ORIGIN, LastValid, same, setField, snapshot } from './guard-kit.ts'
+import { type Editor, LastValid, same, setField, snapshot } from './guard-kit.ts'
 
 /**
  * Holds people's live edits of a board document to the rules agents obey: values outside

@@ -4,9 +4,10 @@ import { LIMITS } from '../../shared/constants.ts'
 import { isUuid } from '../../shared/ids.ts'
 import type { Revert } from '../../shared/live-protocol.ts'
 import { stampAfter } from '../board/stamps.ts'
-import type { ChangeKind, DomainEvent } from '../live/origins.ts'
+import type { ChangeKind, DomainEvent } from '../live/events.ts'
+import { GUARD_ORIGIN } from '../live/origins.ts'
 import type { RowOp } from '../live/write-record.ts'
-import { type Editor, GUARD_ORIGIN, LastValid, same, snapshot } from './guard-kit.ts'
+import { type Editor, LastValid, same, snapshot } from './guard-kit.ts'
 
 /**
  * Holds people's live edits of a card document (its comments and screenshots) to the

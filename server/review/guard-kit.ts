@@ -8,13 +8,6 @@ import { replaceText } from '../../shared/ytext.ts'
  * memory beside the document (so the revert path has no await).
  */
 
-/** Marks the guards' own transactions: compensations, stamps and derived values. */
-export const GUARD_ORIGIN = {
-  source: 'local',
-  skipStoreHooks: true,
-  context: { guard: true },
-} as const
-
 export type Json = Record<string, unknown>
 
 /** Who made an edit: the session's person, or a program on an API key. */

@@ -2,7 +2,8 @@ import type * as Y from 'yjs'
 import { HEX_COLOR, LIMITS } from '../../shared/constants.ts'
 import { isUuid } from '../../shared/ids.ts'
 import { mapDocMaps } from '../../shared/map-doc.ts'
-import { GUARD_ORIGIN, type Json, rebuild, snapshot, touchedEntities } from './guard-kit.ts'
+import { GUARD_ORIGIN } from '../live/origins.ts'
+import { type Json, rebuild, snapshot, touchedEntities } from './guard-kit.ts'
 
 /**
  * The map document's counterpart of BoardGuard: people draw on the canvas freely (nodes

@@ -1,21 +1,23 @@
-import { type Document, isTransactionOrigin } from '@hocuspocus/server'
+import type { Document } from '@hocuspocus/server'
 import type * as Y from 'yjs'
 import { asStats, boardDocName, boardMaps, sameStats } from '../../shared/board-doc.ts'
 import { statsOf } from '../../shared/card-doc.ts'
-import { type DocRef, parseDocName } from '../../shared/doc-names.ts'
+import { cardDocName, type DocRef, parseDocName } from '../../shared/doc-names.ts'
 import { encodeNotice, type Revert } from '../../shared/live-protocol.ts'
 import { BoardView } from '../board/board-view.ts'
-import type { ConnectionContext, DocRegistry } from '../live/doc-registry.ts'
-import type { OrgLane } from '../live/lane.ts'
-import type { DomainEvent, WriteOrigin } from '../live/origins.ts'
+import type { ConnectionContext } from '../live/doc-registry.ts'
+import type { DomainEvent } from '../live/events.ts'
+import {
+  type ConnectionOrigin,
+  GUARD_ORIGIN,
+  isConnectionOrigin,
+  type WriteOrigin,
+} from '../live/origins.ts'
+import type { EditReviewer, ReviewHost } from '../live/reviewer.ts'
 import type { RowOp } from '../live/write-record.ts'
 import { BoardGuard, type BoardReport } from './board-guard.ts'
 import { CardGuard } from './card-guard.ts'
-import { GUARD_ORIGIN } from './guard-kit.ts'
 import { MapGuard } from './map-guard.ts'
-
-/** Marks updates a reload applies from people's edits not yet stored: already reviewed. */
-export const RESTORE_ORIGIN = { source: 'local', skipStoreHooks: true, context: { restore: true } }
 
 /**
  * People's edits through the live documents. Each transaction from a connection is
@@ -25,20 +27,13 @@ export const RESTORE_ORIGIN = { source: 'local', skipStoreHooks: true, context: 
  * history rows and events, stored by its next write. A comment added in a card's document
  * moves the card's `stats` on the board in the same step.
  */
-export class PeopleEdits {
-  private readonly lane: (orgId: string) => OrgLane
-  private readonly registry: DocRegistry
-  /** Asks for a card's board `stats` to be made to follow its document, when the board is not at hand. */
-  private readonly repairStats: (orgId: string, taskId: string) => void
+type Pending = ReturnType<ReviewHost['pending']>
 
-  constructor(deps: {
-    lane: (orgId: string) => OrgLane
-    registry: DocRegistry
-    repairStats: (orgId: string, taskId: string) => void
-  }) {
-    this.lane = deps.lane
-    this.registry = deps.registry
-    this.repairStats = deps.repairStats
+export class PeopleEdits implements EditReviewer {
+  private readonly host: ReviewHost
+
+  constructor(host: ReviewHost) {
+    this.host = host
   }
 
   /**
@@ -57,11 +52,10 @@ export class PeopleEdits {
     const ref = parseDocName(document.name)
     if (!ref) return
     // Looked up at each edit, never kept: the edit is pending work of the lane of now.
-    const lane = () => this.lane(ref.orgId)
+    const lane = () => this.host.pending(ref.orgId)
     document.on('update', (update: Uint8Array, origin: unknown) => {
       if (origin === GUARD_ORIGIN || isConnectionOrigin(origin)) {
-        lane().people.addUpdate(document.name, update)
-        lane().schedulePeopleFlush()
+        lane().addUpdate(document.name, update)
       }
     })
     switch (ref.kind) {
@@ -107,20 +101,19 @@ export class PeopleEdits {
     })
   }
 
-  private watchBoard(document: Document, orgId: string, lane: () => OrgLane): void {
+  private watchBoard(document: Document, orgId: string, lane: () => Pending): void {
     const guardOf = this.lazyGuard(document, () => new BoardGuard(document))
     this.onPersonEdit(document, guardOf, (guard, tr, origin) => {
       const context = origin.connection.context as ConnectionContext
       const report = guard.review(tr, { email: context.email, keyId: context.keyId })
       tell(origin.connection, report.reverts)
       if (report.changes.length > 0 || report.events.length > 0 || report.ops.length > 0) {
-        lane().people.addReport({
+        lane().addReport({
           origin: editorOrigin(orgId, context),
           changes: report.changes,
           events: presentBoardEvents(document, report),
           ops: report.ops,
         })
-        lane().schedulePeopleFlush()
       }
     })
   }
@@ -128,7 +121,7 @@ export class PeopleEdits {
   private watchCard(
     document: Document,
     ref: Extract<DocRef, { kind: 'card' }>,
-    lane: () => OrgLane,
+    lane: () => Pending,
   ): void {
     const guardOf = this.lazyGuard(document, () => new CardGuard(document, ref.taskId))
     this.onPersonEdit(document, guardOf, (guard, tr, origin) => {
@@ -144,13 +137,12 @@ export class PeopleEdits {
         }
       }
       if (report.changes.length > 0 || ops.length > 0 || report.events.length > 0) {
-        lane().people.addReport({
+        lane().addReport({
           origin: editorOrigin(ref.orgId, context),
           changes: report.changes,
           events: report.events,
           ops,
         })
-        lane().schedulePeopleFlush()
       }
     })
   }
@@ -161,9 +153,9 @@ export class PeopleEdits {
    * loaded (evicted a moment ago), a repair write is asked for.
    */
   private moveStats(orgId: string, taskId: string, stats: ReturnType<typeof statsOf>): boolean {
-    const board = this.registry.loaded(boardDocName(orgId))
+    const board = this.host.loaded(boardDocName(orgId))
     if (!board) {
-      this.repairStats(orgId, taskId)
+      void this.repairStats(orgId, taskId)
       return true
     }
     const card = boardMaps(board).tasks.get(taskId)
@@ -174,10 +166,33 @@ export class PeopleEdits {
     return true
   }
 
+  /**
+   * Makes a card's board `stats` follow its document again, as a server write: after a
+   * person's comment reached a card whose board was not in memory at that moment.
+   */
+  private async repairStats(orgId: string, taskId: string): Promise<void> {
+    const cardDoc = cardDocName(orgId, taskId)
+    await this.host
+      .write(
+        boardDocName(orgId),
+        { type: 'server', orgId },
+        async (w) => {
+          const card = boardMaps(w.doc).tasks.get(taskId)
+          if (!card) return
+          const stats = statsOf(w.open(cardDoc))
+          if (sameStats(asStats(card.get('stats')), stats)) return
+          w.mutate(() => card.set('stats', stats))
+          w.changed('task', taskId)
+        },
+        [cardDoc],
+      )
+      .catch((error: unknown) => this.host.log.error(`repairing stats of ${taskId} failed`, error))
+  }
+
   private watchMap(
     document: Document,
     ref: Extract<DocRef, { kind: 'map' }>,
-    lane: () => OrgLane,
+    lane: () => Pending,
   ): void {
     const guardOf = this.lazyGuard(document, () => new MapGuard(document))
     this.onPersonEdit(document, guardOf, (guard, tr, origin) => {
@@ -185,7 +200,7 @@ export class PeopleEdits {
       tell(origin.connection, report.reverts)
       if (!report.touched) return
       const context = origin.connection.context as ConnectionContext
-      lane().people.addReport({
+      lane().addReport({
         origin: editorOrigin(ref.orgId, context),
         changes: [],
         events: [],
@@ -196,7 +211,6 @@ export class PeopleEdits {
           ),
         ],
       })
-      lane().schedulePeopleFlush()
     })
   }
 }
@@ -205,15 +219,6 @@ export class PeopleEdits {
 function unguarded<G>(guard: G | undefined): G {
   if (!guard) throw new Error("a person's edit reached a document whose guard was not prepared")
   return guard
-}
-
-type ConnectionOrigin = {
-  source: 'connection'
-  connection: { context: unknown; sendStateless(payload: string): void }
-}
-
-function isConnectionOrigin(origin: unknown): origin is ConnectionOrigin {
-  return isTransactionOrigin(origin) && origin.source === 'connection'
 }
 
 function editorOrigin(orgId: string, context: ConnectionContext): WriteOrigin {

@@ -15,7 +15,7 @@ import {
   type StoredComment,
   statsOf,
 } from '../../shared/card-doc.ts'
-import { boardDocName, cardDocName } from '../../shared/doc-names.ts'
+import { boardDocName, cardDocName, orgIdOf } from '../../shared/doc-names.ts'
 import { archivedRow } from '../board/archive.ts'
 import type { Logger } from '../http/json.ts'
 import { appendUpdate, LEVEL, replay } from '../live/doc-store.ts'
@@ -44,7 +44,7 @@ export async function migrateLayout(db: Db, log: Logger): Promise<number> {
       `select distinct doc_name from doc_updates where doc_name like '%/board' order by doc_name`,
     )
     for (const { doc_name } of boards) {
-      const moved = await migrateBoard(tx, doc_name.slice(0, 36))
+      const moved = await migrateBoard(tx, orgIdOf(doc_name))
       log.info(
         `moved ${doc_name} to layout 2: ${moved.comments} comments, ${moved.attachments} screenshots, ${moved.archived} archived cards`,
       )

@@ -3,7 +3,8 @@ import type { Queryable } from '../../persistence/types.ts'
 import { holderLabel } from '../../shared/labels.ts'
 import type { WebhookActor } from '../../shared/schemas/webhooks.ts'
 import type { Clock } from '../clock.ts'
-import type { DomainEvent, EventSink, WriteOrigin } from '../live/origins.ts'
+import type { DomainEvent, EventSink } from '../live/events.ts'
+import type { WriteOrigin } from '../live/origins.ts'
 
 /** Rows per INSERT: far below Postgres's 65,535 parameters even for a column of cards. */
 const CHUNK = 500

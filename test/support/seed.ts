@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import * as Y from 'yjs'
 import { followStats, openCard } from '../../server/actions/cards.ts'
-import type { LiveDocs, WriteScope } from '../../server/live/live-docs.ts'
+import type { LiveDocs } from '../../server/live/live-docs.ts'
+import type { WriteScope } from '../../server/live/write-scope.ts'
 import { cardMaps, readAttachment, readComment } from '../../shared/card-doc.ts'
 import { boardDocName, cardDocName } from '../../shared/doc-names.ts'
 

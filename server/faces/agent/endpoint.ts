@@ -1,21 +1,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import {
-  type ActionInput,
-  type ActionName,
-  actionNames,
-  actions,
-  isActionName,
-} from '../../../shared/actions.ts'
-import type { AgentIdentity } from '../../../shared/labels.ts'
-import { actionContext, type Services } from '../../actions/context.ts'
-import { perform } from '../../actions/handlers.ts'
+import { type ActionName, actionNames, actions, isActionName } from '../../../shared/actions.ts'
+import type { Services } from '../../actions/context.ts'
+import { run, validate } from '../../actions/perform.ts'
 import { didYouMean } from '../../actions/suggest.ts'
-import { parseParams } from '../../actions/validation.ts'
-import { type ApiKeyRow, INVALID_KEY_HINT, keyCredentials } from '../../auth/api-keys.ts'
+import { INVALID_KEY_HINT, keyCredentials } from '../../auth/api-keys.ts'
 import { ACCESS_TOKEN_PREFIX } from '../../auth/oauth-grants.ts'
 import { ApiError } from '../../errors.ts'
 import { type Logger, readJson, sendError, sendJson } from '../../http/json.ts'
-import { chargeRequest, policyHeader } from '../../rate-limit/limiter.ts'
+import { policyHeader } from '../../rate-limit/limiter.ts'
 import { admit } from './admission.ts'
 import { parseIdempotencyKey, REPLAYED_HEADER, runIdempotent } from './idempotency.ts'
 
@@ -68,54 +60,6 @@ export function unknownActionMessage(action: string): string {
   return `Unknown action "${action}"${didYouMean(action, actionNames)}; the ${actionNames.length} actions are listed in docs/agent-api.md, GET /api/openapi.json and the MCP tools/list`
 }
 
-export interface RunOptions {
-  /** Receives the rate-limit headers of this request (also when it is refused). */
-  onRateLimit?: (headers: Record<string, string>) => void
-}
-
-/**
- * Runs one action for an authenticated key: rate budgets → validate → handler. Shared by
- * HTTP and MCP. A request over a budget is a 429 and runs nothing.
- */
-export async function runAction(
-  services: Services,
-  key: ApiKeyRow,
-  action: ActionName,
-  params: unknown,
-  options: RunOptions = {},
-): Promise<unknown> {
-  await chargeRequest(services.limiter, key, action, options.onRateLimit)
-  return runAdmitted(services, key, action, params)
-}
-
-/** Validates and runs one action of a key already admitted (authenticated and charged). */
-export async function runAdmitted(
-  services: Services,
-  key: ApiKeyRow,
-  action: ActionName,
-  params: unknown,
-): Promise<unknown> {
-  return validated(key, action, params)(services)
-}
-
-/** Validates one action's params (400 naming the parameter): what runs it, on given services. */
-function validated(
-  key: ApiKeyRow,
-  action: ActionName,
-  params: unknown,
-): (services: Services) => Promise<unknown> {
-  const spec = actions[action]
-  const input = parseParams(action, spec.input, params) as Record<string, unknown>
-  const identity: AgentIdentity = {
-    agentName: input.agentName as string | undefined,
-    house: input.house as string | undefined,
-    generation: input.generation as number | undefined,
-    isSubChild: input.isSubChild as boolean | undefined,
-  }
-  return (services) =>
-    perform(actionContext(services, key, identity), action, input as ActionInput<typeof action>)
-}
-
 /** `POST /api/agent`: any other method is a 405; failures are `{ error }` bodies. */
 export function agentEndpoint(services: Services, log: Logger) {
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -157,17 +101,22 @@ export function agentEndpoint(services: Services, log: Logger) {
       const key = await admit(services, credentials, envelope?.action, setHeaders)
       if (!envelope) throw bodyError
       const idempotencyKey = parseIdempotencyKey(req.headersDistinct['idempotency-key'])
-      const run = validated(key, envelope.action, envelope.params)
+      // Validated before the Idempotency-Key is taken: a 400 here never uses it up.
+      const request = validate(
+        { type: 'agent', key, identity: {} },
+        envelope.action,
+        envelope.params,
+      )
       // Reads ignore the key: running one again changes nothing.
       if (idempotencyKey === undefined || !actions[envelope.action].write) {
-        sendJson(res, 200, await run(services))
+        sendJson(res, 200, await run(services, request))
         return
       }
       const answer = await runIdempotent(
         services,
         log,
         { keyId: key.id, key: idempotencyKey, ...envelope },
-        run,
+        (recorder) => run(services, request, recorder),
       )
       sendJson(
         res,

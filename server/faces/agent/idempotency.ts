@@ -1,12 +1,10 @@
 import { createHash, randomUUID } from 'node:crypto'
 import type { ActionName } from '../../../shared/actions.ts'
-import type { Services } from '../../actions/context.ts'
+import type { AnswerRecorder, Services } from '../../actions/context.ts'
 import { systemClock } from '../../clock.ts'
 import { ApiError } from '../../errors.ts'
 import { errorBody, type Logger } from '../../http/json.ts'
 import { asApiError } from '../../http/unavailable.ts'
-import type { LiveDocs, WriteScope } from '../../live/live-docs.ts'
-import type { WriteOrigin } from '../../live/origins.ts'
 import {
   claimKey,
   finishKey,
@@ -20,26 +18,9 @@ import {
 } from './idempotency-store.ts'
 
 /**
- * `Idempotency-Key` on POST /api/agent, with the semantics of the IETF draft "The
- * Idempotency-Key HTTP Header Field": a write sent again with the same key and body gets
- * the first answer again (`Idempotent-Replayed: true`) and writes nothing; the same key
- * with another body is a 422; while the first still runs, a 409. Keys are the API key's
- * own. Reads ignore the header (they change nothing to repeat).
- *
- * What makes it hold across processes and crashes:
- * - The key is claimed by one statement (insert, on conflict take it only if expired or
- *   abandoned), so of requests racing on any number of processes exactly one runs.
- * - Each write of the action stores its result as the answer, the key done, with the write
- *   itself (WriteScope.idempotent: the write's record statement marks the key, so a keyed
- *   write still joins group commit): the write and the answer commit together, and a retry
- *   after a crash between commit and reply is answered from storage, never written again.
- *   The statement checks that the request still owns the key, so a request that lost it
- *   (its lease lapsed) cannot commit either. An action answering something else
- *   than its write's result (delete_map) stores its answer after the commit. (An action of
- *   two writes would be replayed its first write's result between them: none has two.)
- * - A running request holds a lease it renews; one that stopped loses the key after
- *   IDEMPOTENCY_LEASE_MS to a retry, unless its write had committed.
- * - A 4xx is the key's answer; a 5xx lets the key go, so a retry runs again.
+ * `Idempotency-Key` on POST /api/agent (the IETF draft's semantics, docs/agent-api.md): the
+ * key is claimed by one statement, and each write stores its answer with itself, through
+ * its write scope (docs/design.md, "Retries made safe").
  */
 
 export const IDEMPOTENCY_HEADER = 'Idempotency-Key'
@@ -151,46 +132,6 @@ function replay(row: KeyRow, key: string): Answer {
 }
 
 /**
- * LiveDocs whose writes also store their result as the key's answer, with the write:
- * `written` marks the write's scope with it, and returns what to do once the write has
- * committed. Every write of an action goes through `live.write` (the board's through
- * ActionContext.writeBoard, maps' directly), so this is the one place to hook; everything
- * else is the real object's own.
- */
-function recordingWrites(
-  live: LiveDocs,
-  written: (scope: WriteScope, value: unknown) => () => void,
-): LiveDocs {
-  async function write<T>(
-    docName: string,
-    origin: WriteOrigin,
-    fn: (scope: WriteScope) => Promise<T>,
-    opens?: readonly string[],
-  ): Promise<T> {
-    let committed: (() => void) | undefined
-    const value = await live.write(
-      docName,
-      origin,
-      async (scope) => {
-        const v = await fn(scope)
-        committed = written(scope, v)
-        return v
-      },
-      opens,
-    )
-    committed?.()
-    return value
-  }
-  return new Proxy(live, {
-    get(target, prop) {
-      if (prop === 'write') return write
-      const member: unknown = Reflect.get(target, prop, target)
-      return typeof member === 'function' ? member.bind(target) : member
-    },
-  })
-}
-
-/**
  * A write refused because a retry took the key over: record_writes raising CB409 (a write
  * committing alone), or the lane's IdempotencyTakenOver, which carries the same code (a
  * write refused in a batch).
@@ -229,8 +170,8 @@ async function claimOrAnswer(
 }
 
 /**
- * Runs one validated write under its Idempotency-Key: the first request runs `run` (with
- * services whose writes store the answer); a retry is answered from the key, refused with
+ * Runs one validated write under its Idempotency-Key: the first request runs `run`, whose
+ * writes store the answer through the recorder; a retry is answered from the key, refused with
  * 409 while the first runs, or 422 when its body differs. Errors of the run are thrown as
  * they came, after the key's answer (4xx) was stored or the key let go (5xx).
  */
@@ -238,7 +179,7 @@ export async function runIdempotent(
   services: Services,
   log: Logger,
   request: KeyRef & { action: ActionName; params: unknown },
-  run: (services: Services) => Promise<unknown>,
+  run: (answer: AnswerRecorder) => Promise<unknown>,
 ): Promise<Answer> {
   const { db } = services
   const clock = services.clock ?? systemClock
@@ -256,16 +197,13 @@ export async function runIdempotent(
   renewal.unref()
   /** The answer the last committed write stored, the key done with it. */
   let stored: string | undefined
-  const recording: Services = {
-    ...services,
-    live: recordingWrites(services.live, (scope, value) => {
-      // undefined for a write of no result: stored as 200 with no answer yet (see finishKey).
-      const response: string | undefined = JSON.stringify(value)
-      scope.idempotent({ keyId: ref.keyId, key: ref.key, attempt, response: response ?? null })
-      return () => {
-        stored = response
-      }
-    }),
+  const recording: AnswerRecorder = (scope, value) => {
+    // undefined for a write of no result: stored as 200 with no answer yet (see finishKey).
+    const response: string | undefined = JSON.stringify(value)
+    scope.idempotent({ keyId: ref.keyId, key: ref.key, attempt, response: response ?? null })
+    return () => {
+      stored = response
+    }
   }
   try {
     let result: unknown

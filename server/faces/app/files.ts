@@ -1,25 +1,14 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { Db } from '../../../persistence/types.ts'
 import { cardMaps } from '../../../shared/card-doc.ts'
 import { isUuid } from '../../../shared/ids.ts'
 import { cardDoc, followStats, openCard } from '../../actions/cards.ts'
-import { requireMember, requireUser } from '../../auth/session.ts'
 import { attachmentsByIds } from '../../board/history.ts'
-import type { Config } from '../../config.ts'
 import { ApiError } from '../../errors.ts'
 import { checkFileLink, fileLinkSecret, signFileLink } from '../../files/links.ts'
 import { fileStore, type StoredFile } from '../../files/store.ts'
-import { sendEmpty, sendJson } from '../../http/json.ts'
 import { answer, type RouteDoc } from '../../http/route-docs.ts'
-import type { Params, Router } from '../../http/router.ts'
-import type { LiveDocs } from '../../live/live-docs.ts'
-import { personContext } from './person-context.ts'
-
-export interface FileRouteDeps {
-  db: Db
-  live: LiveDocs
-  config: Config
-}
+import type { Params } from '../../http/router.ts'
+import { type AppRouter, queryOf } from './route.ts'
 
 const ONE_YEAR = 31_536_000
 
@@ -71,8 +60,9 @@ function dispositionName(label: string | undefined, file: StoredFile): string {
  * Files over HTTP: node images at permanent public URLs, card screenshots through signed
  * links that expire, and the app routes with which a teammate opens or deletes a screenshot.
  */
-export function fileRoutes(router: Router, deps: FileRouteDeps): void {
-  const { db, config } = deps
+export function fileRoutes(app: AppRouter): void {
+  const { db, config } = app.deps
+  const { router } = app
   const store = fileStore(db)
 
   const publicFile = async (req: IncomingMessage, res: ServerResponse, p: Params) => {
@@ -100,7 +90,7 @@ export function fileRoutes(router: Router, deps: FileRouteDeps): void {
   const privateFile = async (req: IncomingMessage, res: ServerResponse, p: Params) => {
     const orgId = uuidOf(p.orgId)
     const fileId = uuidOf(p.fileId)
-    const query = new URL(req.url ?? '/', 'http://localhost').searchParams
+    const query = queryOf(req)
     const check = checkFileLink(
       await fileLinkSecret(db),
       orgId,
@@ -146,18 +136,16 @@ export function fileRoutes(router: Router, deps: FileRouteDeps): void {
   router.on('HEAD', '/files/private/:orgId/:fileId/:filename', privateDoc, privateFile)
 
   /** A fresh signed link to a screenshot, for a member of the organisation (the web app). */
-  router.on(
+  app.org(
     'GET',
-    '/api/app/orgs/:orgId/attachments/:attachmentId/link',
+    '/attachments/:attachmentId/link',
     {
       summary: 'A fresh signed link to a screenshot',
       access: 'member',
       answers: [answer.json(200, '`{ url, expiresAt }`: the link works for 10 minutes.')],
       errors: { 404: 'No such screenshot.' },
     },
-    async (req, res, p) => {
-      const user = await requireUser(db, req)
-      const org = await requireMember(db, p.orgId as string, user)
+    async (_req, { org, params: p }) => {
       const attachmentId = (p.attachmentId ?? '').toLowerCase()
       const attachment = isUuid(attachmentId)
         ? (await attachmentsByIds(db, org.id, [attachmentId])).get(attachmentId)
@@ -168,7 +156,7 @@ export function fileRoutes(router: Router, deps: FileRouteDeps): void {
         id: attachment.id,
         filename: attachment.filename,
       })
-      sendJson(res, 200, link)
+      return { status: 200, body: link }
     },
   )
 
@@ -176,9 +164,9 @@ export function fileRoutes(router: Router, deps: FileRouteDeps): void {
    * A teammate deletes a screenshot: its entry in the card's document, its index row, its
    * bytes and the card's stats go in one transaction.
    */
-  router.on(
+  app.org(
     'DELETE',
-    '/api/app/orgs/:orgId/attachments/:attachmentId',
+    '/attachments/:attachmentId',
     {
       summary: 'Delete a screenshot',
       description:
@@ -187,15 +175,13 @@ export function fileRoutes(router: Router, deps: FileRouteDeps): void {
       answers: [answer.noContent('The screenshot is gone.')],
       errors: { 404: 'No such screenshot.' },
     },
-    async (req, res, p) => {
-      const user = await requireUser(db, req)
-      const org = await requireMember(db, p.orgId as string, user)
+    async (_req, { user, org, params: p }) => {
       const attachmentId = (p.attachmentId ?? '').toLowerCase()
       const found = isUuid(attachmentId)
         ? (await attachmentsByIds(db, org.id, [attachmentId])).get(attachmentId)
         : undefined
       if (!found) throw new ApiError(404, 'No such attachment')
-      await personContext(deps, user, org).writeBoard(
+      await app.context({ user, org }).writeBoard(
         async (w) => {
           const card = await openCard(w, org.id, found.taskId)
           if (!cardMaps(card.doc).attachments.has(attachmentId)) {
@@ -208,7 +194,7 @@ export function fileRoutes(router: Router, deps: FileRouteDeps): void {
         },
         cardDoc(org.id, found.taskId),
       )
-      sendEmpty(res, 204)
+      return { status: 204 }
     },
   )
 }

@@ -1,18 +1,14 @@
-import type { Db } from '../../../persistence/types.ts'
+import { isUuid } from '../../../shared/ids.ts'
 import {
   createWebhook as createWebhookBody,
   MAX_WEBHOOKS_PER_ORG,
   rotateWebhookSecretResult,
   webhookTestResult,
 } from '../../../shared/schemas/webhooks.ts'
-import { parseParams } from '../../actions/validation.ts'
-import { requireMember, requireUser } from '../../auth/session.ts'
-import type { Config } from '../../config.ts'
 import { ApiError } from '../../errors.ts'
 import { refusedAtRegistration } from '../../http/address-guard.ts'
-import { readJson, sendEmpty, sendJson } from '../../http/json.ts'
 import { answer } from '../../http/route-docs.ts'
-import type { Params, Router } from '../../http/router.ts'
+import type { Params } from '../../http/router.ts'
 import {
   createWebhook,
   deleteWebhook,
@@ -22,52 +18,25 @@ import {
   rotateWebhookSecret,
 } from '../../webhooks/endpoints.ts'
 import { pingWebhook } from '../../webhooks/ping.ts'
-import type { Webhooks } from '../../webhooks/webhooks.ts'
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
-const MANAGERS = ['owner', 'admin'] as const
+import { type AppRouter, bodyOf } from './route.ts'
 
 /** The webhook id of the path, or the 404 an unknown one gets. */
 function webhookIdOf(p: Params): string {
   const id = p.webhookId ?? ''
-  if (!UUID.test(id)) throw new ApiError(404, 'No such webhook')
+  if (!isUuid(id)) throw new ApiError(404, 'No such webhook')
   return id.toLowerCase()
 }
 
 /**
- * Webhook management in the app API (docs/design.md Contract 2), for owners and admins only:
- * a member gets 403, a person outside the organisation 404.
- *
- * - `POST /api/app/orgs/:orgId/webhooks` `{ url, events }` → 201 `{ webhook, secret }`;
- *   the secret is shown here only.
- * - `GET /api/app/orgs/:orgId/webhooks` → `{ webhooks }`, each with its status,
- *   `disabledReason` and `recentDeliveries` (newest first).
- * - `DELETE /api/app/orgs/:orgId/webhooks/:webhookId` → 204; pending deliveries are dropped.
- * - `POST /api/app/orgs/:orgId/webhooks/:webhookId/enable` → 200 `{ webhook }`: switches a
- *   self-disabled endpoint back on (idempotent).
- * - `GET /api/app/orgs/:orgId/webhooks/:webhookId/deliveries/:deliveryId` → `{ delivery,
- *   attempts }`: every attempt of one delivery, for debugging a receiver.
- * - `POST /api/app/orgs/:orgId/webhooks/:webhookId/rotate-secret` → `{ secret,
- *   previousSecretExpiresAt }`: a new secret; the old one keeps signing beside it for 24 h.
- * - `POST /api/app/orgs/:orgId/webhooks/:webhookId/test` → `{ delivered, status, durationMs,
- *   error }`: a signed `ping` sent at once, outside the outbox.
- *
- * Rotation and ping read the delivery worker's clock and reply window.
+ * Webhook management (docs/webhooks.md), owners and admins only; each route's registration
+ * says what it does. Rotation and the test ping read the delivery worker's clock and window.
  */
-export function webhookRoutes(
-  router: Router,
-  deps: { db: Db; config: Config; webhooks: Pick<Webhooks, 'clock' | 'timeoutMs'> },
-): void {
-  const { db, config, webhooks } = deps
-  const manager = async (req: Parameters<typeof requireUser>[1], p: Params) => {
-    const user = await requireUser(db, req)
-    const org = await requireMember(db, p.orgId ?? '', user, MANAGERS)
-    return { user, org }
-  }
+export function webhookRoutes(app: AppRouter): void {
+  const { db, config, webhooks } = app.deps
 
-  router.on(
+  app.org(
     'POST',
-    '/api/app/orgs/:orgId/webhooks',
+    '/webhooks',
     {
       summary: 'Register a webhook for the chosen events',
       description: 'Not idempotent: each call registers a new endpoint with a new secret.',
@@ -80,9 +49,8 @@ export function webhookRoutes(
         400: `The url is not a public address (unless the service runs with WEBHOOK_ALLOW_PRIVATE=1), or the organisation has ${MAX_WEBHOOKS_PER_ORG} webhooks already.`,
       },
     },
-    async (req, res, p) => {
-      const { user, org } = await manager(req, p)
-      const input = parseParams('register webhook', createWebhookBody, (await readJson(req)) ?? {})
+    async (req, { user, org }) => {
+      const input = await bodyOf(req, 'register webhook', createWebhookBody)
       if (!config.webhookAllowPrivate) {
         const refused = refusedAtRegistration(new URL(input.url).hostname)
         if (refused) {
@@ -99,13 +67,13 @@ export function webhookRoutes(
         events: input.events,
         createdBy: user.id,
       })
-      sendJson(res, 201, created)
+      return { status: 201, body: created }
     },
   )
 
-  router.on(
+  app.org(
     'GET',
-    '/api/app/orgs/:orgId/webhooks',
+    '/webhooks',
     {
       summary: "The organisation's webhooks",
       access: 'owner-admin',
@@ -116,33 +84,31 @@ export function webhookRoutes(
         ),
       ],
     },
-    async (req, res, p) => {
-      const { org } = await manager(req, p)
-      sendJson(res, 200, { webhooks: await listWebhooks(db, org.id) })
+    async (_req, { org }) => {
+      return { status: 200, body: { webhooks: await listWebhooks(db, org.id) } }
     },
   )
 
-  router.on(
+  app.org(
     'DELETE',
-    '/api/app/orgs/:orgId/webhooks/:webhookId',
+    '/webhooks/:webhookId',
     {
       summary: 'Delete a webhook',
       access: 'owner-admin',
       answers: [answer.noContent('Gone, with its pending deliveries.')],
       errors: { 404: 'No such webhook.' },
     },
-    async (req, res, p) => {
-      const { org } = await manager(req, p)
+    async (_req, { org, params: p }) => {
       if (!(await deleteWebhook(db, org.id, webhookIdOf(p)))) {
         throw new ApiError(404, 'No such webhook')
       }
-      sendEmpty(res)
+      return { status: 204 }
     },
   )
 
-  router.on(
+  app.org(
     'POST',
-    '/api/app/orgs/:orgId/webhooks/:webhookId/enable',
+    '/webhooks/:webhookId/enable',
     {
       summary: 'Switch a self-disabled webhook back on',
       description: 'Idempotent.',
@@ -150,37 +116,35 @@ export function webhookRoutes(
       answers: [answer.json(200, '`{ webhook }`.')],
       errors: { 404: 'No such webhook.' },
     },
-    async (req, res, p) => {
-      const { org } = await manager(req, p)
+    async (_req, { org, params: p }) => {
       const webhook = await enableWebhook(db, org.id, webhookIdOf(p))
       if (!webhook) throw new ApiError(404, 'No such webhook')
-      sendJson(res, 200, { webhook })
+      return { status: 200, body: { webhook } }
     },
   )
 
-  router.on(
+  app.org(
     'GET',
-    '/api/app/orgs/:orgId/webhooks/:webhookId/deliveries/:deliveryId',
+    '/webhooks/:webhookId/deliveries/:deliveryId',
     {
       summary: 'Every attempt of one delivery, for debugging a receiver',
       access: 'owner-admin',
       answers: [answer.json(200, '`{ delivery, attempts }`.')],
       errors: { 404: 'No such webhook, or no such delivery of it.' },
     },
-    async (req, res, p) => {
-      const { org } = await manager(req, p)
+    async (_req, { org, params: p }) => {
       const deliveryId = p.deliveryId ?? ''
-      const found = UUID.test(deliveryId)
+      const found = isUuid(deliveryId)
         ? await deliveryDetail(db, org.id, webhookIdOf(p), deliveryId.toLowerCase())
         : undefined
       if (!found) throw new ApiError(404, 'No such delivery')
-      sendJson(res, 200, found)
+      return { status: 200, body: found }
     },
   )
 
-  router.on(
+  app.org(
     'POST',
-    '/api/app/orgs/:orgId/webhooks/:webhookId/rotate-secret',
+    '/webhooks/:webhookId/rotate-secret',
     {
       summary: "Replace a webhook's signing secret, keeping the old one valid for 24 hours",
       description:
@@ -195,17 +159,16 @@ export function webhookRoutes(
       ],
       errors: { 404: 'No such webhook.' },
     },
-    async (req, res, p) => {
-      const { org } = await manager(req, p)
+    async (_req, { org, params: p }) => {
       const rotated = await rotateWebhookSecret(db, org.id, webhookIdOf(p), webhooks.clock.now())
       if (!rotated) throw new ApiError(404, 'No such webhook')
-      sendJson(res, 200, rotated)
+      return { status: 200, body: rotated }
     },
   )
 
-  router.on(
+  app.org(
     'POST',
-    '/api/app/orgs/:orgId/webhooks/:webhookId/test',
+    '/webhooks/:webhookId/test',
     {
       summary: 'Send a signed test ping to a webhook now and report how it went',
       description:
@@ -220,8 +183,7 @@ export function webhookRoutes(
       ],
       errors: { 404: 'No such webhook.' },
     },
-    async (req, res, p) => {
-      const { user, org } = await manager(req, p)
+    async (_req, { user, org, params: p }) => {
       const outcome = await pingWebhook(db, {
         orgId: org.id,
         webhookId: webhookIdOf(p),
@@ -231,7 +193,7 @@ export function webhookRoutes(
         timeoutMs: webhooks.timeoutMs,
       })
       if (!outcome) throw new ApiError(404, 'No such webhook')
-      sendJson(res, 200, outcome)
+      return { status: 200, body: outcome }
     },
   )
 }

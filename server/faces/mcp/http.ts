@@ -1,14 +1,15 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
 import type { Services } from '../../actions/context.ts'
+import { perform } from '../../actions/perform.ts'
 import { type ApiKeyRow, authenticateApiKey } from '../../auth/api-keys.ts'
 import { ACCESS_TOKEN_PREFIX, authenticateAccessToken } from '../../auth/oauth-grants.ts'
-import { mcpChallenge } from '../../auth/oauth-server.ts'
 import { ApiError } from '../../errors.ts'
 import { type Logger, MAX_BODY_BYTES, sendError } from '../../http/json.ts'
 import { asApiError } from '../../http/unavailable.ts'
 import { chargeRequest, policyHeader } from '../../rate-limit/limiter.ts'
-import { bearerKey, runAction } from '../agent/endpoint.ts'
+import { bearerKey } from '../agent/endpoint.ts'
+import { mcpChallenge } from '../oauth/routes.ts'
 import { createToolServer, type ToolFailure, ToolFailureError } from './tools.ts'
 
 export const MCP_PATH = '/mcp'
@@ -51,7 +52,7 @@ async function authenticateBearer(services: Services, req: IncomingMessage): Pro
  * `POST /mcp`: the Model Context Protocol over Streamable HTTP, stateless. Every HTTP
  * request is authenticated with its own `Authorization: Bearer <API key or access token>`
  * (so a revoked key or grant stops at once) and served by a fresh server and transport; a tool call runs the action
- * through `runAction`, the endpoint's own path, so rate budgets, validation, claim locks
+ * through `perform` (actions/perform.ts), the endpoint's own pipeline, so rate budgets, validation, claim locks
  * and errors are the same as `POST /api/agent`. Only tool calls are charged against the
  * budgets, as requests are on the endpoint; initialisation and tools/list are not.
  */
@@ -90,7 +91,10 @@ export function mcpEndpoint(services: Services, log: Logger) {
         execute: async (action, args) => {
           let retryAfter: number | undefined
           try {
-            return await runAction(services, key, action, args, {
+            return await perform(services, {
+              caller: { type: 'agent', key, identity: {} },
+              action,
+              params: args,
               onRateLimit: (headers) => {
                 setHeaders(headers)
                 if (headers['Retry-After'] !== undefined)

@@ -1,13 +1,7 @@
 import { createHash } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { Db } from '../../persistence/types.ts'
-import type { Clock } from '../clock.ts'
-import type { Config } from '../config.ts'
-import { ApiError } from '../errors.ts'
-import { clientAddress } from '../http/client-address.ts'
-import { ownOrigin } from '../http/cross-site.ts'
-import { readBody, sendJson } from '../http/json.ts'
-import type { Router } from '../http/router.ts'
+import type { Db } from '../../../persistence/types.ts'
+import { isUuid } from '../../../shared/ids.ts'
 import {
   createSession,
   logIn,
@@ -15,16 +9,23 @@ import {
   normaliseEmail,
   organizationsOf,
   type User,
-} from './accounts.ts'
-import { hmacBase64url, randomToken, safeEqual, sha256Hex } from './crypto.ts'
-import { DEVICE_COOKIE, deviceCookie, deviceKnown, signDevice } from './device-cookie.ts'
-import { LoginThrottle, loginBudgets } from './login-throttle.ts'
-import { ClientDocs, isClientDocId } from './oauth-client-docs.ts'
-import { type ClientRow, checkClientMetadata } from './oauth-client-metadata.ts'
-import { createGrant, refreshGrant, revokeToken } from './oauth-grants.ts'
-import { consentPage, errorPage, signInPage } from './oauth-pages.ts'
-import { sharedSecret } from './secrets.ts'
-import { readCookie, SESSION_COOKIE, sessionCookie } from './session.ts'
+} from '../../auth/accounts.ts'
+import { hmacBase64url, randomToken, safeEqual, sha256Hex } from '../../auth/crypto.ts'
+import { DEVICE_COOKIE, deviceCookie, deviceKnown, signDevice } from '../../auth/device-cookie.ts'
+import { LoginThrottle, loginBudgets } from '../../auth/login-throttle.ts'
+import { ClientDocs, isClientDocId } from '../../auth/oauth-client-docs.ts'
+import { type ClientRow, checkClientMetadata } from '../../auth/oauth-client-metadata.ts'
+import { createGrant, refreshGrant, revokeToken } from '../../auth/oauth-grants.ts'
+import { sharedSecret } from '../../auth/secrets.ts'
+import { readCookie, SESSION_COOKIE, sessionCookie } from '../../auth/session.ts'
+import type { Clock } from '../../clock.ts'
+import type { Config } from '../../config.ts'
+import { ApiError } from '../../errors.ts'
+import { clientAddress } from '../../http/client-address.ts'
+import { ownOrigin } from '../../http/cross-site.ts'
+import { readBody, sendJson } from '../../http/json.ts'
+import type { Router } from '../../http/router.ts'
+import { consentPage, errorPage, signInPage } from './pages.ts'
 
 /**
  * Corkboard as the OAuth 2.1 authorization server of its own /mcp, as the MCP
@@ -402,9 +403,7 @@ export function oauthRoutes(router: Router, deps: OAuthDeps): void {
       return
     }
     const orgId = (form.get('org_id') ?? '').toLowerCase()
-    const member = /^[0-9a-f-]{36}$/.test(orgId)
-      ? await membership(db, orgId, session.user.id)
-      : undefined
+    const member = isUuid(orgId) ? await membership(db, orgId, session.user.id) : undefined
     if (!member) throw new ApiError(403, 'You are not a member of that organisation')
     if (isClientDocId(client.id)) {
       // Codes and grants name their client by row: a document's client gets one, keyed by

@@ -1,0 +1,147 @@
+import type * as Y from 'yjs'
+import type { Queryable } from '../../persistence/types.ts'
+import type { ChangeKind, DomainEvent } from './events.ts'
+import type { WriteOrigin } from './origins.ts'
+import type { PendingArchived } from './pending-edits.ts'
+import type { IdempotentWrite, RowOp } from './write-record.ts'
+
+/** What a write's callback works with. Everything in it commits together or not at all. */
+export interface WriteScope {
+  /** The write's document (the board, or a map), as of this write; read it to validate. */
+  readonly doc: Y.Doc
+  /** The write's Postgres transaction. */
+  readonly tx: Queryable
+  readonly origin: WriteOrigin
+  /** The write's timestamp, ISO 8601 UTC. */
+  readonly now: string
+  /**
+   * Another document of the organisation (a card's), named when the write was started:
+   * documents are loaded before its transaction begins (a load waits on storage, and on
+   * PGlite's one connection it would wait for this very transaction).
+   */
+  open(name: string): Y.Doc
+  /** Records a change-log row (get_changes reads these). */
+  changed(kind: ChangeKind, entityId: string): void
+  /** Records an event for webhooks, committed with the write (the outbox). */
+  emit(event: DomainEvent): void
+  /** Puts or removes a row of the history tables, committed with the write. */
+  row(op: RowOp): void
+  /** Changes the write's document; synchronous, so nothing interleaves with it. */
+  mutate<T>(fn: (doc: Y.Doc) => T): T
+  /** Changes another document this write opened. */
+  mutateDoc<T>(doc: Y.Doc, fn: (doc: Y.Doc) => T): T
+  /** Runs once the transaction committed and the documents show the change. */
+  afterCommit(fn: () => void): void
+  /**
+   * What people's edits not yet stored do to an archived card's row (a person archived the
+   * card, or commented on it since): they are stored ahead of this write but after it
+   * reads, so a row read from storage is read through this (board/history.ts lockArchived).
+   */
+  pendingArchived(taskId: string): PendingArchived
+  /**
+   * Marks an Idempotency-Key done with this write's answer as the write is stored, in its
+   * record statement: the answer commits with the write, and the write still joins group
+   * commit. If a retry took the key over meanwhile, the write is refused
+   * (IdempotencyTakenOver) and nothing of it is stored. The answer is usually the write's
+   * result, so this may be called as the callback returns; a later call replaces an earlier.
+   */
+  idempotent(entry: IdempotentWrite): void
+}
+
+/**
+ * The scope a write's callback gets: it changes the documents under the write's
+ * transaction origin (held until the commit, hold.ts) and collects what the write's
+ * record statement stores with them.
+ */
+export class WriteCollector implements WriteScope {
+  readonly tx: Queryable
+  readonly origin: WriteOrigin
+  readonly now = new Date().toISOString()
+  readonly changes: { kind: ChangeKind; entityId: string }[] = []
+  readonly events: DomainEvent[] = []
+  readonly ops: RowOp[] = []
+  readonly after: (() => void)[] = []
+  idempotency: IdempotentWrite | undefined
+  /** The callback queried the transaction: it cannot join a batch (group commit). */
+  queried = false
+  private readonly main: Y.Doc | undefined
+  private readonly docs: ReadonlyMap<string, Y.Doc>
+  private readonly marker: object
+  private readonly pending: (taskId: string) => PendingArchived
+
+  constructor(options: {
+    tx: Queryable
+    origin: WriteOrigin
+    /** The write's own document, if it has one. */
+    main: Y.Doc | undefined
+    /** Every document the write named. */
+    docs: ReadonlyMap<string, Y.Doc>
+    /** The write's transaction origin. */
+    marker: object
+    pendingArchived: (taskId: string) => PendingArchived
+  }) {
+    const { tx } = options
+    this.tx = {
+      query: (text, params) => {
+        this.queried = true
+        return tx.query(text, params)
+      },
+    }
+    this.origin = options.origin
+    this.main = options.main
+    this.docs = options.docs
+    this.marker = options.marker
+    this.pending = options.pendingArchived
+  }
+
+  get doc(): Y.Doc {
+    if (!this.main) throw new Error('this write has no document of its own')
+    return this.main
+  }
+
+  open(name: string): Y.Doc {
+    const doc = this.docs.get(name)
+    if (!doc) throw new Error(`${name} was not named when this write started`)
+    return doc
+  }
+
+  changed(kind: ChangeKind, entityId: string): void {
+    this.changes.push({ kind, entityId })
+  }
+
+  emit(event: DomainEvent): void {
+    this.events.push(event)
+  }
+
+  row(op: RowOp): void {
+    this.ops.push(op)
+  }
+
+  mutate<T>(fn: (doc: Y.Doc) => T): T {
+    return this.mutateDoc(this.doc, fn)
+  }
+
+  mutateDoc<T>(doc: Y.Doc, fn: (doc: Y.Doc) => T): T {
+    // A destroyed Y.Doc has dropped its listeners: the change would be neither held, stored
+    // nor shown. The lane acquires documents again after the gate, so this cannot happen;
+    // if it ever does, the write fails rather than vanish.
+    if (doc.isDestroyed) throw new Error('a write reached a document after it was unloaded')
+    let out: T | undefined
+    doc.transact(() => {
+      out = fn(doc)
+    }, this.marker)
+    return out as T
+  }
+
+  afterCommit(fn: () => void): void {
+    this.after.push(fn)
+  }
+
+  pendingArchived(taskId: string): PendingArchived {
+    return this.pending(taskId)
+  }
+
+  idempotent(entry: IdempotentWrite): void {
+    this.idempotency = entry
+  }
+}
