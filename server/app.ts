@@ -27,6 +27,7 @@ import { rateBudgets } from './rate-limit/budgets.ts'
 import { RateLimiter } from './rate-limit/limiter.ts'
 import { PeopleEdits } from './review/people-edits.ts'
 import { migrateLayout } from './upgrades/layout-v2.ts'
+import { fillTaskTexts } from './upgrades/task-texts.ts'
 import { type WebhookOptions, Webhooks } from './webhooks/webhooks.ts'
 
 /** The paths whose every request reads or writes the database. */
@@ -94,6 +95,7 @@ export async function createApp(
     }))
   await migrate(db)
   await migrateLayout(db, log)
+  await fillTaskTexts(db, log)
   const syncSecret = await sharedSecret(db, 'sync-token')
   let authenticate: Authenticate | undefined
   const live = new LiveDocs({

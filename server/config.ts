@@ -17,6 +17,8 @@ export interface Config {
   rateLimitPerKey: number
   /** set_node_image and attach_screenshot calls per minute per organisation, each (30). */
   rateLimitImagesPerOrg: number
+  /** The longest MCP answer, in tokens (three characters each); a longer one is paged. */
+  mcpAnswerTokens: number
   /** How long a live document with no connection stays in memory. */
   docIdleMs: number
   /** The longest a graceful shutdown may take before the process exits anyway. */
@@ -139,6 +141,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     claimLeaseSeconds: whole(env, 'CLAIM_LEASE_SECONDS', 900, 1),
     rateLimitPerKey: whole(env, 'RATE_LIMIT_PER_KEY', 240, 1),
     rateLimitImagesPerOrg: whole(env, 'RATE_LIMIT_IMAGES_PER_ORG', 30, 1),
+    mcpAnswerTokens: whole(env, 'MCP_ANSWER_TOKENS', 20_000, 1_000, 1_000_000),
     docIdleMs: whole(env, 'DOC_IDLE_MS', 30_000),
     shutdownTimeoutMs: whole(env, 'SHUTDOWN_TIMEOUT_MS', 25_000, 1),
     syncTokenTtlSeconds: whole(env, 'SYNC_TOKEN_TTL_SECONDS', 3600, 1),

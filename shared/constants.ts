@@ -42,6 +42,12 @@ export const LIMITS = {
   includeComments: 500,
   includeAttachments: 250,
   commentsPerCard: { default: 5, min: 1, max: 50 },
+  /** get_board with limit: cards per page. */
+  boardPage: { min: 1, max: 500 },
+  /** get_map with limit: nodes and edges per page. */
+  mapPage: { min: 1, max: 5000 },
+  searchPage: { default: 20, min: 1, max: 100 },
+  searchQuery: { max: 500 },
 } as const
 
 /** A `#` hex accent colour: `#rgb` or `#rrggbb`, as the app's project colours. */

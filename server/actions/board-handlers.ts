@@ -4,11 +4,13 @@ import * as columns from './columns.ts'
 import * as comments from './comments.ts'
 import type { HandlerMap } from './context.ts'
 import * as dependencies from './dependencies.ts'
+import { search_tasks } from './search.ts'
 import * as tasks from './tasks.ts'
 
 export const boardHandlers: HandlerMap<keyof typeof boardActions> = {
   whoami: read.whoami,
   get_board: read.get_board,
+  search_tasks,
   get_task: read.get_task,
   list_columns: read.list_columns,
   list_projects: read.list_projects,

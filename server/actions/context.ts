@@ -6,6 +6,7 @@ import type { OrgMembership, User } from '../auth/accounts.ts'
 import type { ApiKeyRow } from '../auth/api-keys.ts'
 import { followingBlockers } from '../board/blockers.ts'
 import { BoardView } from '../board/board-view.ts'
+import { textOps } from '../board/texts.ts'
 import type { Actor } from '../claims/locks.ts'
 import { type Clock, systemClock } from '../clock.ts'
 import type { Config } from '../config.ts'
@@ -13,6 +14,7 @@ import type { LiveDocs } from '../live/live-docs.ts'
 import type { WriteOrigin } from '../live/origins.ts'
 import type { WriteScope } from '../live/write-scope.ts'
 import type { RateLimiter } from '../rate-limit/limiter.ts'
+import type { AnswerBudget } from './answer-budget.ts'
 
 /** What actions run on: storage, the live documents, settings, time and the rate budgets. */
 export interface Services {
@@ -41,6 +43,8 @@ export interface WriteSteps {
   /** The claim gate of a claim-locked action, first inside every board write's transaction. */
   gate?: ((scope: WriteScope, ctx: ActionContext) => Promise<void>) | undefined
   answer?: AnswerRecorder | undefined
+  /** How long the answer may be (MCP, Answer-Tokens): reads answer a page that fits. */
+  budget?: AnswerBudget | undefined
 }
 
 /** What an action handler works with. Handlers never see the request or the socket. */
@@ -59,6 +63,8 @@ export interface ActionContext {
   /** Who the claim locks compare with: a person never holds a claim. */
   readonly actor: Actor
   readonly origin: WriteOrigin
+  /** How long the answer may be, when the caller set a budget (answer-budget.ts). */
+  readonly budget: AnswerBudget | undefined
   /** Reads the board document once it holds only committed state (live/lane.ts). */
   readBoard<T>(fn: (view: BoardView) => T): Promise<T>
   /**
@@ -118,6 +124,8 @@ export function actionContext(
     const run = async (scope: WriteScope) => {
       if (gate && docName === boardName) await gate(scope, ctx)
       const value = await fn(scope)
+      if (docName === boardName)
+        for (const op of textOps(scope.doc, scope.changedIds('task'))) scope.row(op)
       committed = answer?.(scope, value)
       return value
     }
@@ -141,6 +149,7 @@ export function actionContext(
     identity: who.identity,
     actor: { keyId: who.actorId, identity: who.identity, clock },
     origin,
+    budget: steps.budget,
     readBoard: (fn) => live.read(boardName, (doc) => fn(new BoardView(doc, clock.now()))),
     writeBoard: (fn, opens) => write(boardName, fn, opens),
     write: (docName, fn) => write(docName, fn),

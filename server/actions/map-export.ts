@@ -3,6 +3,8 @@ import type { ActionInput, ActionResults } from '../../shared/actions.ts'
 import { HEX_COLOR } from '../../shared/constants.ts'
 import type { StoredNode } from '../../shared/map-doc.ts'
 import type { ExportFormat } from '../../shared/schemas/maps.ts'
+import { badRequest } from '../errors.ts'
+import { fits, jsonLength, roomFor } from './answer-budget.ts'
 import type { ActionContext } from './context.ts'
 import {
   type EdgeEnds,
@@ -208,7 +210,8 @@ export function exportContent(map: MapContent, format: ExportFormat): string {
 
 /** A map's title, nodes and edges, read as get_map reads them (404 for a missing or foreign map). */
 export async function readMapContent(ctx: ActionContext, mapId: string): Promise<MapContent> {
-  const map = await get_map(ctx, { mapId })
+  // The whole map, whatever the answer's budget: the export is what gets cut to fit.
+  const map = await get_map({ ...ctx, budget: undefined }, { mapId })
   return {
     title: map.map.title,
     nodes: map.nodes.map((n) => ({ ...n, imageUrl: n.imageUrl ?? null })),
@@ -221,11 +224,41 @@ export async function export_map(
   ctx: ActionContext,
   input: ActionInput<'export_map'>,
 ): Promise<ActionResults['export_map']> {
+  if (input.offset !== undefined && input.format === 'png') {
+    throw badRequest('offset pages a text export (mermaid, markdown, svg); png comes whole')
+  }
   const map = await readMapContent(ctx, input.mapId)
-  return {
+  const answer: ActionResults['export_map'] = {
     mapId: input.mapId,
     format: input.format,
     mimeType: EXPORT_TYPES[input.format].mimeType,
     content: exportContent(map, input.format),
+  }
+  if (input.format === 'png' || (input.offset === undefined && fits(ctx.budget, answer))) {
+    return answer
+  }
+  // A text export cut to fit: whole lines, from `offset`, and where the next part starts.
+  const offset = Math.min(input.offset ?? 0, answer.content.length)
+  let content = answer.content.slice(offset)
+  if (ctx.budget) {
+    const room = roomFor(ctx.budget, { ...answer, content: '', nextOffset: offset })
+    let end = content.length
+    while (end > 0 && jsonLength(content.slice(0, end)) > room) {
+      // The line before the one that ends at `end` (a line keeps its '\n').
+      const shorter = content.lastIndexOf('\n', end - 2)
+      end = shorter >= 0 ? shorter + 1 : Math.floor(end / 2)
+    }
+    content = content.slice(0, end)
+  }
+  const next = offset + content.length
+  return {
+    ...answer,
+    content,
+    nextOffset: next < answer.content.length ? next : null,
+    ...(next < answer.content.length
+      ? {
+          note: `Characters ${offset}–${next} of ${answer.content.length} of the export fit the answer budget: call export_map with offset ${next} for the rest.`,
+        }
+      : {}),
   }
 }

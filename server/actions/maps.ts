@@ -14,10 +14,20 @@ import {
   type StoredNode,
 } from '../../shared/map-doc.ts'
 import type { Config } from '../config.ts'
-import { notFound } from '../errors.ts'
+import { badRequest, notFound } from '../errors.ts'
 import { absoluteUrl } from '../files/links.ts'
 import { deleteDoc } from '../live/doc-store.ts'
 import type { WriteScope } from '../live/write-scope.ts'
+import {
+  decodeCursor,
+  encodeCursor,
+  fits,
+  fittingCount,
+  jsonLength,
+  listPage,
+  pageNote,
+  roomFor,
+} from './answer-budget.ts'
 import type { ActionContext } from './context.ts'
 
 /**
@@ -144,14 +154,26 @@ export function presentEdge(mapId: string, e: ReturnType<typeof readEdge>): MapE
 }
 
 /** list_maps: the organisation's maps, most recently changed first. */
-export async function list_maps(ctx: ActionContext): Promise<ActionResults['list_maps']> {
+export async function list_maps(
+  ctx: ActionContext,
+  input: ActionInput<'list_maps'>,
+): Promise<ActionResults['list_maps']> {
   const rows = await ctx.db.query<MapRow & Record<string, unknown>>(
     `select ${COLUMNS} from maps where org_id = $1 and deleted_at is null
       order by updated_at desc, id`,
     [ctx.orgId],
   )
+  const page = listPage({
+    items: rows.map((r) => ({ id: r.id, title: r.title, updatedAt: r.updated_at.toISOString() })),
+    query: 'list_maps',
+    cursor: input.cursor,
+    budget: ctx.budget,
+    rest: { maps: [], nextCursor: null },
+  })
   return {
-    maps: rows.map((r) => ({ id: r.id, title: r.title, updatedAt: r.updated_at.toISOString() })),
+    maps: page.items,
+    ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor }),
+    ...(page.cut ? { note: pageNote(page, 'Maps', 'list_maps') } : {}),
   }
 }
 
@@ -223,11 +245,57 @@ export async function get_map(
   })
   await indexUnseen(ctx.db, orgId, input.mapId, content.unseen)
   for (const id of [...content.unseen.node, ...content.unseen.edge]) content.known.add(id)
-  return {
+  const answer: ActionResults['get_map'] = {
     map,
     nodes: content.nodes.map((n) => presentNode(ctx.config, input.mapId, n)),
     edges: content.edges.map((e) => presentEdge(input.mapId, e)),
   }
+  const paged = input.limit !== undefined || input.cursor !== undefined
+  return paged || !fits(ctx.budget, answer) ? mapPage(ctx, answer, input) : answer
+}
+
+/**
+ * get_map in pages: the nodes, then the edges, each by id, after the cursor's item; at
+ * most `limit`, and under a budget as many as fit. Pages of a map that stayed put give
+ * every node and edge once; a node or edge is never cut in two.
+ */
+function mapPage(
+  ctx: ActionContext,
+  answer: ActionResults['get_map'],
+  input: ActionInput<'get_map'>,
+): ActionResults['get_map'] {
+  type Item = { key: [number, string]; node?: MapNode; edge?: MapEdge }
+  const byId = (a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+  const items: Item[] = [
+    ...[...answer.nodes].sort(byId).map((node): Item => ({ key: [0, node.id], node })),
+    ...[...answer.edges].sort(byId).map((edge): Item => ({ key: [1, edge.id], edge })),
+  ]
+  const query = ['get_map', input.mapId]
+  let rest = items
+  if (input.cursor !== undefined) {
+    const [kind, id] = decodeCursor(input.cursor, query)
+    if (typeof kind !== 'number' || typeof id !== 'string') {
+      throw badRequest('cursor must be the nextCursor of a previous page, sent unchanged')
+    }
+    rest = items.filter((i) => i.key[0] > kind || (i.key[0] === kind && i.key[1] > id))
+  }
+  const limited = rest.slice(0, input.limit ?? rest.length)
+  const room = ctx.budget
+    ? roomFor(ctx.budget, { ...answer, nodes: [], edges: [], nextCursor: null })
+    : Number.POSITIVE_INFINITY
+  const n = fittingCount(limited, room, (i) => jsonLength(i.node ?? i.edge))
+  const page = limited.slice(0, n)
+  const last = page.at(-1)
+  const out: ActionResults['get_map'] = {
+    map: answer.map,
+    nodes: page.flatMap((i) => (i.node ? [i.node] : [])),
+    edges: page.flatMap((i) => (i.edge ? [i.edge] : [])),
+    nextCursor: last && n < rest.length ? encodeCursor(query, last.key) : null,
+  }
+  if (n < limited.length) {
+    out.note = `${out.nodes.length} nodes and ${out.edges.length} edges of ${answer.nodes.length} and ${answer.edges.length} fit the answer budget (nodes first, then edges): call get_map with this nextCursor for the next page, or export_map as markdown for an outline.`
+  }
+  return out
 }
 
 /**

@@ -7,6 +7,7 @@ import {
 import { invalidKeyError } from '../auth/api-keys.ts'
 import { KeyRefused } from '../live/write-record.ts'
 import { chargeRequest } from '../rate-limit/limiter.ts'
+import { type AnswerBudget, fits, trimmedWriteAnswer } from './answer-budget.ts'
 import { claimGate } from './claim-gate.ts'
 import {
   type AnswerRecorder,
@@ -24,6 +25,13 @@ import { parseParams } from './validation.ts'
  * idempotent answer → commit. The endpoint runs its steps apart (it charges while it
  * authenticates, and validates before it takes an Idempotency-Key); MCP runs `perform`.
  */
+
+/** The writes whose answer lists what they wrote, which a budget may cut (their output has `omitted`). */
+const TRIMMED = new Set(
+  (Object.keys(actions) as ActionName[]).filter(
+    (name) => actions[name].write && 'omitted' in actions[name].output.shape,
+  ),
+)
 
 /** A validated action: its input, and the caller with the identity the params named. */
 export interface Validated<N extends ActionName = ActionName> {
@@ -53,11 +61,17 @@ export function validate(caller: Caller, action: ActionName, params: unknown): V
 export async function run<N extends ActionName>(
   services: Services,
   { action, input, caller }: Validated<N>,
-  answer?: AnswerRecorder,
+  options: { answer?: AnswerRecorder | undefined; budget?: AnswerBudget | undefined } = {},
 ): Promise<ActionResults[N]> {
-  const ctx = actionContext(services, caller, { gate: claimGate(action, input), answer })
+  const ctx = actionContext(services, caller, { gate: claimGate(action, input), ...options })
   try {
-    return await (handlers[action] as Handler<N>)(ctx, input)
+    const result = await (handlers[action] as Handler<N>)(ctx, input)
+    const { budget } = options
+    // Reads fit their answers themselves, as pages; a write's list is cut here, once written.
+    if (budget && TRIMMED.has(action) && !fits(budget, result)) {
+      return trimmedWriteAnswer(result as Record<string, unknown>, budget) as ActionResults[N]
+    }
+    return result
   } catch (error) {
     // The key was revoked while the write ran (record_writes refused it).
     if (error instanceof KeyRefused) throw invalidKeyError()
@@ -75,11 +89,12 @@ export async function perform(
     params: unknown
     /** Receives the rate-limit headers (also of a refused request). */
     onRateLimit?: ((headers: Record<string, string>) => void) | undefined
+    budget?: AnswerBudget | undefined
   },
 ): Promise<unknown> {
   const { caller, action } = request
   if (caller.type === 'agent') {
     await chargeRequest(services.limiter, caller.key, action, request.onRateLimit)
   }
-  return run(services, validate(caller, action, request.params))
+  return run(services, validate(caller, action, request.params), { budget: request.budget })
 }

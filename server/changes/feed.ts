@@ -33,6 +33,8 @@ export interface ChangePage {
   cursor: string
   /** Entity ids per stream, in the order of their first change in the page. */
   ids: Record<StreamName, string[]>
+  /** When each entity of `ids` first changed in the page (microseconds), in the same order. */
+  at: Record<StreamName, number[]>
   /** A stream filled up: the cursor stops short of the present. */
   truncated: boolean
 }
@@ -150,6 +152,12 @@ async function scanStream(
   return { first: group.map((g) => [g.entity_id, cut]), cutoff: cut + 1 }
 }
 
+/** A get_changes cursor taken now: what get_changes without `since` answers. */
+export async function currentCursor(q: Queryable): Promise<string> {
+  const { safe } = await bounds(q, undefined)
+  return isoFromMicros(safe)
+}
+
 /**
  * One page of the change feed. Without `since`: nothing, and a fresh cursor. Otherwise
  * every stream is read from `since`; the cursor is the safe point, or the earliest place a
@@ -166,17 +174,23 @@ export async function readChangePage(
     StreamName,
     string[]
   >
+  const at = Object.fromEntries(STREAMS.map((s) => [s.name, [] as number[]])) as Record<
+    StreamName,
+    number[]
+  >
   if (since === undefined || since >= safe) {
-    return { cursor: isoFromMicros(safe), ids, truncated: false }
+    return { cursor: isoFromMicros(safe), ids, at, truncated: false }
   }
   const scans = await Promise.all(STREAMS.map((s) => scanStream(tx, orgId, s, since, safe, limit)))
   let cursor = safe
   for (const scan of scans)
     if (scan.cutoff !== undefined && scan.cutoff < cursor) cursor = scan.cutoff
   STREAMS.forEach((s, i) => {
-    ids[s.name] = (scans[i]?.first ?? []).filter(([, at]) => at < cursor).map(([id]) => id)
+    const kept = (scans[i]?.first ?? []).filter(([, first]) => first < cursor)
+    ids[s.name] = kept.map(([id]) => id)
+    at[s.name] = kept.map(([, first]) => first)
   })
-  return { cursor: isoFromMicros(cursor), ids, truncated: cursor < safe }
+  return { cursor: isoFromMicros(cursor), ids, at, truncated: cursor < safe }
 }
 
 /**

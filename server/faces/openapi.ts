@@ -3,6 +3,7 @@ import { claimRecord } from '../../shared/schemas/outputs.ts'
 import { errorResponse, jsonSchema, ref } from '../http/openapi-schema.ts'
 import type { JsonSchema } from '../http/route-docs.ts'
 import type { RegisteredRoute } from '../http/router.ts'
+import { ANSWER_TOKENS_HEADER } from './agent/endpoint.ts'
 import {
   IDEMPOTENCY_HEADER,
   MAX_IDEMPOTENCY_KEY_LENGTH,
@@ -119,6 +120,14 @@ export function openApiDocument(routes: readonly RegisteredRoute[]): JsonSchema 
               required: false,
               description: `Makes a write safe to send again (the IETF draft's semantics): for ${IDEMPOTENCY_TTL_MS / 3_600_000} hours, the same key with the same body under the same API key is answered with the first answer (its status and body, ${REPLAYED_HEADER}: true) and writes nothing; with another body it is a 422; while the first still runs, a 409 with Retry-After. 1–${MAX_IDEMPOTENCY_KEY_LENGTH} visible ASCII characters, bare or quoted; a fresh UUID per request. Reads ignore it.`,
               schema: { type: 'string', pattern: '^[!-~]+$' },
+            },
+            {
+              name: ANSWER_TOKENS_HEADER,
+              in: 'header',
+              required: false,
+              description:
+                'The longest answer wanted, in tokens of three characters (as MCP_ANSWER_TOKENS does over MCP): a longer read answers its first page, never cutting a record, with nextCursor (or commentsBefore, a get_changes cursor, nextOffset) and a note saying how to read on or narrow.',
+              schema: { type: 'integer', minimum: 1_000, maximum: 1_000_000 },
             },
           ],
           requestBody: {

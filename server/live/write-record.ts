@@ -13,6 +13,8 @@ export type RowOp =
   | { t: 'archived'; id: string; rec: ArchivedRow | null }
   /** An archived card's stats after a comment or screenshot changed. */
   | { t: 'archived_stats'; id: string; rec: TaskStats }
+  /** A card on the board: its words for search (null: it is gone). */
+  | { t: 'text'; id: string; rec: { title: string; description: string } | null }
   /** A map people drew on: it moves to the top of list_maps. */
   | { t: 'map_touch'; id: string; rec: null }
   /** A node or edge people drew, for the index agents find its map by. */

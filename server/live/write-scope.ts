@@ -22,6 +22,8 @@ export interface WriteScope {
   open(name: string): Y.Doc
   /** Records a change-log row (get_changes reads these). */
   changed(kind: ChangeKind, entityId: string): void
+  /** The entities of a kind this write has recorded as changed so far. */
+  changedIds(kind: ChangeKind): string[]
   /** Records an event for webhooks, committed with the write (the outbox). */
   emit(event: DomainEvent): void
   /** Puts or removes a row of the history tables, committed with the write. */
@@ -107,6 +109,10 @@ export class WriteCollector implements WriteScope {
 
   changed(kind: ChangeKind, entityId: string): void {
     this.changes.push({ kind, entityId })
+  }
+
+  changedIds(kind: ChangeKind): string[] {
+    return this.changes.filter((c) => c.kind === kind).map((c) => c.entityId)
   }
 
   emit(event: DomainEvent): void {

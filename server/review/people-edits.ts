@@ -5,6 +5,7 @@ import { statsOf } from '../../shared/card-doc.ts'
 import { cardDocName, type DocRef, parseDocName } from '../../shared/doc-names.ts'
 import { encodeNotice, type Revert } from '../../shared/live-protocol.ts'
 import { BoardView } from '../board/board-view.ts'
+import { textOps } from '../board/texts.ts'
 import type { ConnectionContext } from '../live/doc-registry.ts'
 import type { DomainEvent } from '../live/events.ts'
 import {
@@ -108,11 +109,12 @@ export class PeopleEdits implements EditReviewer {
       const report = guard.review(tr, { email: context.email, keyId: context.keyId })
       tell(origin.connection, report.reverts)
       if (report.changes.length > 0 || report.events.length > 0 || report.ops.length > 0) {
+        const changedCards = report.changes.filter((c) => c.kind === 'task').map((c) => c.entityId)
         lane().addReport({
           origin: editorOrigin(orgId, context),
           changes: report.changes,
           events: presentBoardEvents(document, report),
-          ops: report.ops,
+          ops: [...report.ops, ...textOps(document, changedCards)],
         })
       }
     })

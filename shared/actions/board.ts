@@ -15,7 +15,7 @@ export const boardActions = {
     destructive: false,
     idempotent: true,
     description:
-      'Who am I: the organisation (id, name) of this key, the key name and how much is on the board. A key for the wrong organisation still gets an empty board: check here.',
+      'Who am I: the organisation of this key, the key name and how much is on the board. A key of the wrong organisation still gets an empty board: check here.',
   }),
   get_board: spec({
     input: read.get_board,
@@ -25,7 +25,17 @@ export const boardActions = {
     destructive: false,
     idempotent: true,
     description:
-      'Read the board: every column, every non-archived card (with its claim, comment and image counts) and the organisation-wide claim activity. The filters combine.',
+      'Read the board: every column, every card on it (claim, comment and image counts) and the claim activity; filters combine. A big board: summary:true, pages (limit, cursor); a long answer is the first page that fits, with nextCursor.',
+  }),
+  search_tasks: spec({
+    input: read.search_tasks,
+    output: outputs.search_tasks,
+    write: false,
+    claimLocked: false,
+    destructive: false,
+    idempotent: true,
+    description:
+      "Find cards by their words in titles, descriptions and comments (stemmed; the last word may be a prefix), best first, in the summary form with where it matched. get_board's filters; includeArchived for archived cards.",
   }),
   get_task: spec({
     input: read.get_task,
@@ -35,7 +45,7 @@ export const boardActions = {
     destructive: false,
     idempotent: true,
     description:
-      'Read one card in full (archived cards too): fields, the whole comment thread, attachments with short-lived links, assignees, the holder of its claim and its screenshots as image bytes.',
+      'Read one card in full (archived too): fields, comments, attachments with short-lived links, assignees, its claim and its screenshots as images. A long thread comes as its newest comments; commentsBefore pages back.',
   }),
   list_columns: spec({
     input: read.list_columns,

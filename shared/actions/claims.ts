@@ -12,7 +12,7 @@ export const claimActions = {
     destructive: false,
     idempotent: false,
     description:
-      'Claim a card before working on it (a real lock: nobody else can change it while your claim is live). Returns the claim with expiresAt; call heartbeat_task before then to keep it.',
+      'Claim a card before working on it (a real lock: nobody else can change it while your claim is live). heartbeat_task before expiresAt keeps it.',
   }),
   claim_next: spec({
     input: claims.claim_next,
@@ -22,7 +22,7 @@ export const claimActions = {
     destructive: false,
     idempotent: false,
     description:
-      'Claim the best card you may work on: not blocked, not claimed, matching every filter (done cards only with role done); highest priority, then column order, then position. task and claim are null when there is none. Never hands a card out twice.',
+      'Claim the best card you may work on: not blocked, not claimed, matching every filter (done cards only with role done); by priority, column order, position. task and claim are null when there is none.',
   }),
   heartbeat_task: spec({
     input: claims.heartbeat_task,
@@ -32,7 +32,7 @@ export const claimActions = {
     destructive: false,
     idempotent: false,
     description:
-      'Keep your claim alive: renews expiresAt and optionally replaces the note. A 409 without holder: your claim lapsed or was taken back; claim_task again.',
+      'Keep your claim alive: renews expiresAt, may replace the note. A 409 without holder: your claim lapsed or was taken back; claim_task again.',
   }),
   release_task: spec({
     input: claims.release_task,
@@ -42,7 +42,7 @@ export const claimActions = {
     destructive: true,
     idempotent: true,
     description:
-      'Release your claim when done, also when failing: the card is free and its claim reads status released. released:false (not an error) when you held nothing.',
+      'Release your claim when done, also when failing; its claim reads status released. released:false (not an error) when you held nothing.',
   }),
   get_changes: spec({
     input: claims.get_changes,
@@ -52,6 +52,6 @@ export const claimActions = {
     destructive: false,
     idempotent: true,
     description:
-      'What changed since `since`: tasks (archived ones too), columns (with the cards an on-fire change re-prioritised), comments, attachments and claims, in the get_board shape. Send the returned cursor back as since (a change may repeat, never goes missing); truncated:true: call again at once.',
+      'What changed since `since`: tasks (archived too), columns (with cards a fire re-prioritised), comments, attachments and claims, in the get_board shape. Send the cursor back as since (a change may repeat, never goes missing); truncated:true: call again at once.',
   }),
 } as const

@@ -60,7 +60,7 @@ export const mapActions = {
     destructive: false,
     idempotent: false,
     description:
-      'Add a node (a thought) to a map: x/y on a free canvas (x grows rightwards, y downwards; siblings read well about 220 px apart across and 90 px down). Without x/y the node goes below the lowest one.',
+      'Add a node (a thought) to a map: x grows rightwards, y downwards; siblings read well about 220 px apart across and 90 px down. Without x/y it goes below the lowest node.',
   }),
   create_nodes: spec({
     input: maps.create_nodes,
@@ -164,6 +164,6 @@ export const mapActions = {
     destructive: false,
     idempotent: false,
     description:
-      "Attach a screenshot to a card (bytes in imageBase64); works under anyone's claim. Its file extension comes from the bytes. Stored privately: the reply has no URL; get_task returns short-lived links and the bytes. 30 per minute per organisation.",
+      "Attach a screenshot to a card (bytes in imageBase64); works under anyone's claim. Stored privately: get_task returns short-lived links and the bytes. 30 per minute per organisation.",
   }),
 } as const

@@ -27,7 +27,7 @@ export const claim_next = writeParams({
   projectId: id('projectId').optional().describe('Only cards of this project.'),
   role: oneOf('role', COLUMN_ROLES)
     .optional()
-    .describe("Only cards whose column has this role (done cards only if it is 'done')."),
+    .describe("Only cards in columns of this role (done cards only with 'done')."),
   tag: z.string({ error: 'tag must be a string' }).optional().describe('Only cards with this tag.'),
   type: oneOf('type', TASK_TYPES).optional().describe('Only cards of this kind of work.'),
   note: note.optional(),
@@ -62,7 +62,7 @@ export const get_changes = params({
       }),
     )
     .optional()
-    .describe('The cursor of your previous call; leave out to start watching.'),
+    .describe('The cursor of your last call; none: start watching.'),
   limit: int('limit', 1, LIMITS.changesLimit.max)
     .optional()
     .describe('At most this many per list (default 200).'),

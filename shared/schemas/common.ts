@@ -6,7 +6,7 @@ import { LIMITS, PRIORITIES, TASK_TYPES } from '../constants.ts'
  * 400 tells the caller exactly what to fix.
  */
 
-const required = (name: string, expected: string) => (issue: { input?: unknown }) =>
+export const required = (name: string, expected: string) => (issue: { input?: unknown }) =>
   issue.input === undefined ? `${name} is required` : `${name} must be ${expected}`
 
 /** What each id parameter names, written once for every action that takes it. */
@@ -60,9 +60,7 @@ export const priority = oneOf('priority', PRIORITIES).describe(
 )
 
 /** Where a card or column goes among its siblings: ascending, any finite number. */
-export const position = finite('position').describe(
-  'Order among siblings; leave out to append (advised).',
-)
+export const position = finite('position').describe('Order among siblings; leave out to append.')
 
 /**
  * Identity params every write accepts (docs/design.md): agents sharing one key are told apart
@@ -78,6 +76,15 @@ export const identity = {
     .optional(),
   isSubChild: bool('isSubChild').describe('You are a sub-agent.').optional(),
 }
+
+/** A cursor from a previous page's `nextCursor`, sent back unchanged. */
+export const cursor = (name = 'cursor') =>
+  z
+    .string({ error: required(name, 'a string (the nextCursor of a previous page)') })
+    .refine((s) => s.length > 0 && s.length <= 1000, {
+      error: `${name} must be the nextCursor of a previous page`,
+    })
+    .describe('The nextCursor of the previous page.')
 
 /** Params object of an action: unknown names are a 400, never a silent no-op. */
 export const params = <T extends z.ZodRawShape>(shape: T) => z.strictObject(shape)

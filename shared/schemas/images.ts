@@ -80,7 +80,7 @@ export const imageBase64 = z
       )
     }
   })
-  .describe(`The image bytes as plain base64 (PNG, WebP, JPEG or GIF, at most ${IMAGE_MB} MB).`)
+  .describe(`The image as plain base64 (PNG, WebP, JPEG or GIF; ${IMAGE_MB} MB at most).`)
 
 /** A label for a screenshot, 1–100 characters; the server reduces it to safe characters. */
 export const filename = text('filename', LIMITS.filename.min, LIMITS.filename.max).describe(

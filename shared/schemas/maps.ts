@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import { HEX_COLOR, LIMITS } from '../constants.ts'
-import { finite, id, oneOf, params, text, writeParams } from './common.ts'
+import { cursor, finite, id, int, oneOf, params, text, writeParams } from './common.ts'
 import { imageBase64 } from './images.ts'
 
 /** Mind maps, nodes and edges (specification: Maps, Nodes, Edges). */
@@ -22,7 +22,7 @@ const color = (name: string) =>
     .regex(HEX_COLOR, { error: `${name} must be a # hex colour like #3b82f6 or #f80` })
 
 /** list_maps: every map of the organisation, most recently changed first. Read-only. */
-export const list_maps = params({})
+export const list_maps = params({ cursor: cursor().optional() })
 
 /** create_map: a new, empty map. Not idempotent. */
 export const create_map = writeParams({ title })
@@ -31,7 +31,13 @@ export const create_map = writeParams({ title })
 export const rename_map = writeParams({ mapId: id('mapId'), title })
 
 /** get_map: the map with all its nodes and edges. 404 for a missing, deleted or foreign map. */
-export const get_map = params({ mapId: id('mapId') })
+export const get_map = params({
+  mapId: id('mapId'),
+  limit: int('limit', LIMITS.mapPage.min, LIMITS.mapPage.max)
+    .optional()
+    .describe('Nodes and edges per page; the answer then has nextCursor.'),
+  cursor: cursor().optional().describe('The nextCursor of the previous page.'),
+})
 
 /** delete_map: permanent; its nodes and edges go with it (published node images stay). */
 export const delete_map = writeParams({ mapId: id('mapId') })
@@ -123,6 +129,9 @@ export type ExportFormat = (typeof EXPORT_FORMATS)[number]
 export const export_map = params({
   mapId: id('mapId'),
   format: oneOf('format', EXPORT_FORMATS).describe('png comes as base64.'),
+  offset: int('offset', 0, Number.MAX_SAFE_INTEGER)
+    .optional()
+    .describe('The nextOffset of a text export cut to fit.'),
 })
 
 /**

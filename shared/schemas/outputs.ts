@@ -59,6 +59,8 @@ export const task = z.strictObject({
   lastCommentAt: nullable(time),
   lastCommentAuthor: nullable(z.string()),
   commentsTruncated: z.boolean().optional(),
+  /** The description was shortened to fit an answer budget: get_task reads it whole. */
+  descriptionTruncated: z.boolean().optional(),
 })
 
 export const taskSummary = z.strictObject({
@@ -141,6 +143,26 @@ export const mapNode = z.strictObject({
 
 export const mapEdge = z.strictObject({ id: uuid, mapId: uuid, sourceId: uuid, targetId: uuid })
 
+/**
+ * What an answer cut to fit a budget (MCP_ANSWER_TOKENS, the Answer-Tokens header) adds: one
+ * sentence saying what was left out and how to narrow or page on.
+ */
+const note = z.string().optional()
+/** A page's next cursor: null on the last page; present once paging was asked for or needed. */
+const nextCursor = nullable(z.string()).optional()
+/** Records left out of a write's answer to fit a budget (they were all written). */
+const omitted = z.number().int().positive().optional()
+
+/** A search hit: the card in the summary form, and where the words matched. */
+export const searchHit = taskSummary.extend({
+  archivedAt: nullable(time),
+  match: z.strictObject({
+    field: z.enum(['title', 'description', 'comment']),
+    snippet: z.string(),
+    commentId: uuid.optional(),
+  }),
+})
+
 const ok = z.strictObject({ ok: z.literal(true) })
 const withTask = z.strictObject({ task })
 const withComment = z.strictObject({ comment })
@@ -164,10 +186,17 @@ export const outputs = {
   get_board: z.strictObject({
     columns: z.array(column),
     tasks: z.union([z.array(task), z.array(taskSummary)]),
-    activity: z.array(claimRecord),
-    tags: z.array(z.string()),
+    /** On the first page only (every page without paging). */
+    activity: z.array(claimRecord).optional(),
+    tags: z.array(z.string()).optional(),
     comments: z.array(comment).optional(),
     attachments: z.array(attachment).optional(),
+    nextCursor,
+    /** On a paged answer's first page: a get_changes cursor taken before the board was read. */
+    changesCursor: time.optional(),
+    /** activity was cut to fit a budget: live claims first, then the most recent. */
+    activityTruncated: z.boolean().optional(),
+    note,
   }),
   get_task: z.strictObject({
     task,
@@ -178,9 +207,23 @@ export const outputs = {
     images: z.array(
       z.strictObject({ attachmentId: uuid, mimeType: z.string(), dataBase64: z.string() }),
     ),
+    /** Older comments were left out (a budget, or commentsBefore asked for a page). */
+    commentsTruncated: z.boolean().optional(),
+    /** Send as commentsBefore for the older comments; null when there are none. */
+    commentsBefore: nullable(z.string()).optional(),
+    note,
   }),
-  list_columns: z.strictObject({ columns: z.array(z.strictObject(columnFields)) }),
-  list_projects: z.strictObject({ projects: z.array(project) }),
+  list_columns: z.strictObject({
+    columns: z.array(z.strictObject(columnFields)),
+    nextCursor,
+    note,
+  }),
+  list_projects: z.strictObject({ projects: z.array(project), nextCursor, note }),
+  search_tasks: z.strictObject({
+    tasks: z.array(searchHit),
+    nextCursor: nullable(z.string()),
+    note,
+  }),
   create_task: withTask,
   update_task: withTask,
   set_task_tags: withTask,
@@ -209,31 +252,45 @@ export const outputs = {
     attachments: z.array(attachment),
     claims: z.array(claimRecord),
     truncated: z.boolean(),
+    note,
   }),
   list_maps: z.strictObject({
     maps: z.array(z.strictObject({ id: uuid, title: z.string(), updatedAt: time })),
+    nextCursor,
+    note,
   }),
   create_map: withMap,
   rename_map: withMap,
-  get_map: z.strictObject({ map: mindMap, nodes: z.array(mapNode), edges: z.array(mapEdge) }),
+  get_map: z.strictObject({
+    map: mindMap,
+    nodes: z.array(mapNode),
+    edges: z.array(mapEdge),
+    nextCursor,
+    note,
+  }),
   delete_map: ok,
   create_node: withNode,
-  create_nodes: z.strictObject({ nodes: z.array(mapNode) }),
+  create_nodes: z.strictObject({ nodes: z.array(mapNode), omitted, note }),
   update_node: withNode,
   set_node_image: withNode,
   clear_node_image: withNode,
   delete_node: ok,
   create_edge: z.strictObject({ edge: mapEdge }),
-  create_edges: z.strictObject({ edges: z.array(mapEdge) }),
+  create_edges: z.strictObject({ edges: z.array(mapEdge), omitted, note }),
   delete_edge: ok,
   export_map: z.strictObject({
     mapId: uuid,
     format: z.enum(EXPORT_FORMATS),
     mimeType: z.string(),
     content: z.string(),
+    /** A text export cut to fit a budget, at a line's end: send as offset for the rest. */
+    nextOffset: nullable(z.number().int()).optional(),
+    note,
   }),
   layout_map: z.strictObject({
     nodes: z.array(z.strictObject({ id: uuid, x: z.number(), y: z.number() })),
+    omitted,
+    note,
   }),
   attach_screenshot: z.strictObject({ attachment: z.strictObject(attachmentFields) }),
 }

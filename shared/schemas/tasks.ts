@@ -85,7 +85,7 @@ export const set_task_dependencies = writeParams({
         i.input === undefined ? 'blockedBy is required' : 'blockedBy must be an array of card ids',
     })
     .max(MAX_BLOCKERS, { error: `blockedBy holds at most ${MAX_BLOCKERS} cards` })
-    .describe('Every card this one waits for (replaces the set); [] clears it.'),
+    .describe('The cards it waits for (the whole set); [] clears it.'),
 })
 
 /** move_task: appended to the bottom of the destination when `position` is omitted. Claim locked. */

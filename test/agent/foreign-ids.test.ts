@@ -162,6 +162,20 @@ const CASES: { action: string; param: string; kind: keyof Org; status: number; p
       status: 400,
       params: ({ id }) => ({ projectId: id }),
     },
+    {
+      action: 'search_tasks',
+      param: 'projectId',
+      kind: 'projectId',
+      status: 400,
+      params: ({ id }) => ({ query: 'card', projectId: id }),
+    },
+    {
+      action: 'search_tasks',
+      param: 'columnId',
+      kind: 'columnId',
+      status: 400,
+      params: ({ id }) => ({ query: 'card', columnId: id }),
+    },
   ]
 
 describe.each(STORAGES)('ids of another organisation (%s)', (kind) => {

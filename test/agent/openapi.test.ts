@@ -116,6 +116,7 @@ describe('the HTTP API described as OpenAPI 3.1', () => {
     const post = doc.paths['/api/agent'].post
     expect(post.parameters).toEqual([
       expect.objectContaining({ name: 'Idempotency-Key', in: 'header', required: false }),
+      expect.objectContaining({ name: 'Answer-Tokens', in: 'header', required: false }),
     ])
     expect(post.responses['200'].headers['Idempotent-Replayed']).toBeDefined()
     expect(post.responses['409'].headers['Retry-After']).toBeDefined()

@@ -16,6 +16,8 @@ describe.each(STORAGES)('every action answers as its output schema says (%s)', (
   let server: TestServer
   let agent: Agent
   let owner: Person
+  /** The same key asking for answers within a small budget (Answer-Tokens). */
+  let budgeted: Agent
   const seen = new Set<ActionName>()
 
   beforeAll(async () => {
@@ -23,11 +25,16 @@ describe.each(STORAGES)('every action answers as its output schema says (%s)', (
     owner = new Person(server.url)
     await owner.signUp()
     agent = new Agent(server.url, await owner.createKey('outputs'))
+    budgeted = new Agent(server.url, agent.key, { 'answer-tokens': '1000' })
   })
   afterAll(() => server?.close())
 
-  async function run(name: ActionName, params: Record<string, unknown> = {}): Promise<any> {
-    const body = await agent.ok(name, params)
+  async function run(
+    name: ActionName,
+    params: Record<string, unknown> = {},
+    via: Agent = agent,
+  ): Promise<any> {
+    const body = await via.ok(name, params)
     const checked = actions[name].output.safeParse(body)
     expect(
       { name, params, issues: checked.success ? [] : checked.error.issues },
@@ -71,6 +78,27 @@ describe.each(STORAGES)('every action answers as its output schema says (%s)', (
     await run('get_board', { summary: true })
     const included = await run('get_board', { include: ['comments', 'attachments'] })
     expect(included.comments.length).toBeGreaterThan(0)
+    const page = await run('get_board', { limit: 1, include: ['comments'] })
+    expect(page.nextCursor).toBeTruthy()
+    await run('get_board', {
+      limit: 1,
+      cursor: page.nextCursor,
+      summary: undefined,
+      include: ['comments'],
+    })
+    await run('get_board', {}, budgeted)
+    await run('get_board', { include: ['comments', 'attachments'] }, budgeted)
+    await run('get_changes', { since: start.cursor, limit: 500 }, budgeted)
+    const hits = await run('search_tasks', { query: 'checked' })
+    expect(hits.tasks).toHaveLength(1)
+    await run('get_task', {
+      taskId: task.id,
+      commentsBefore:
+        (await run('get_task', { taskId: task.id }, budgeted)).commentsBefore ?? undefined,
+    })
+    await run('list_columns', {
+      cursor: (await run('list_columns', {}, budgeted)).nextCursor ?? undefined,
+    })
     await run('release_task', { taskId: task.id, agentName: 'Checker' })
     // The cursor stays a second behind now (docs/design.md), so what was just written is
     // in the next page once that second has passed.
@@ -82,6 +110,7 @@ describe.each(STORAGES)('every action answers as its output schema says (%s)', (
     await run('delete_comment', { commentId: comment.id })
     await run('archive_task', { taskId: task.id })
     await run('get_task', { taskId: task.id })
+    await run('search_tasks', { query: 'check', includeArchived: true })
     await run('delete_column', { columnId: second?.id, destinationColumnId: column.id })
   })
 
@@ -107,6 +136,11 @@ describe.each(STORAGES)('every action answers as its output schema says (%s)', (
       edges: [{ sourceId: node.id, targetId: nodes[1].id }],
     })
     await run('get_map', { mapId: map.id })
+    await run('get_map', { mapId: map.id, limit: 2 })
+    await run('get_map', { mapId: map.id }, budgeted)
+    await run('export_map', { mapId: map.id, format: 'markdown', offset: 3 }, budgeted)
+    await run('list_maps', {}, budgeted)
+    await run('list_projects', {}, budgeted)
     for (const format of ['mermaid', 'markdown', 'svg', 'png']) {
       await run('export_map', { mapId: map.id, format })
     }

@@ -3,6 +3,7 @@ import * as Y from 'yjs'
 import { followStats, openCard } from '../../server/actions/cards.ts'
 import { archive } from '../../server/actions/tasks.ts'
 import type { App } from '../../server/app.ts'
+import { textOps } from '../../server/board/texts.ts'
 import { storedClaimFromRow } from '../../server/claims/locks.ts'
 import { acquireClaim, releaseClaim } from '../../server/claims/store.ts'
 import type { WriteOrigin } from '../../server/live/origins.ts'
@@ -108,6 +109,8 @@ export async function seedOrg(
         })
       })
       for (const id of ids) w.changed('task', id)
+      // Their words for search, as every board write of the service records them.
+      for (const op of textOps(w.doc, ids)) w.row(op)
     })
     // 2. Commented, each comment moving the card's stats.
     const perCard = toArchive ? shape.commentsPerArchived : shape.commentsOnBoard

@@ -74,20 +74,33 @@ export function connect(kind: TransportKind, url: string, key: string): Promise<
   }
 }
 
+/** The service's default budget of an MCP answer, in tokens (MCP_ANSWER_TOKENS). */
+export const MCP_ANSWER_TOKENS = 20_000
+
 /** An organisation with an owner, a key, the typed endpoint client and an MCP client. */
 export interface World {
   owner: Person
   orgId: string
   key: string
-  /** The typed client of POST /api/agent: the reference every MCP result is compared with. */
+  /** The typed client of POST /api/agent, answering as the specification says. */
   api: AgentClient
+  /**
+   * The same client asking for answers within MCP's budget (Answer-Tokens, as the stdio
+   * bridge does): the reference every MCP result is compared with.
+   */
+  budgeted: AgentClient
   mcp: Client
 }
 
 export async function world(kind: TransportKind, url: string): Promise<World> {
   const { owner, agent, orgId } = await ownerWithAgent(url)
   const api = createAgentClient({ url, apiKey: agent.key })
-  return { owner, orgId, key: agent.key, api, mcp: await connect(kind, url, agent.key) }
+  const budgeted = createAgentClient({
+    url,
+    apiKey: agent.key,
+    headers: { 'answer-tokens': String(MCP_ANSWER_TOKENS) },
+  })
+  return { owner, orgId, key: agent.key, api, budgeted, mcp: await connect(kind, url, agent.key) }
 }
 
 /** Calls a tool and returns its result, typed as a tool result (never a task). */

@@ -103,7 +103,7 @@ export class Fixtures {
   }
 }
 
-/** Keyed by action name: the 37 actions of the table (21 board, 16 map). */
+/** Keyed by action name: the 40 actions of the table (23 board, 17 map). */
 export const parityCases: Record<string, ParityCase> = {
   whoami: { shared: true, setup: async () => ({}) },
   get_board: {
@@ -121,6 +121,21 @@ export const parityCases: Record<string, ParityCase> = {
       await f.api.add_comment({ taskId, body: 'A comment to read back', agentName: 'Ada' })
       await f.api.attach_screenshot({ taskId, imageBase64: PNG_BASE64, filename: 'screen.png' })
       return { taskId }
+    },
+  },
+  search_tasks: {
+    shared: true,
+    setup: async (f) => {
+      const taskId = await f.claimedTask()
+      await f.api.update_task({
+        taskId,
+        title: 'Parity search for the zeppelin',
+        agentName: 'Ada',
+        house: 'Lovelace',
+        generation: 2,
+      })
+      await f.api.add_comment({ taskId, body: 'The zeppelin lands at noon', agentName: 'Ada' })
+      return { query: 'zeppelin', includeArchived: true }
     },
   },
   get_changes: {

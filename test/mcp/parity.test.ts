@@ -77,7 +77,7 @@ describe.each(transportsOverStorages)(
           endpointParams = await parity.setup(fixtures)
           mcpParams = await parity.setup(fixtures)
         }
-        const fromEndpoint = await callEndpoint(w.api, name, endpointParams)
+        const fromEndpoint = await callEndpoint(w.budgeted, name, endpointParams)
         const fromMcp = await viaMcp(w.mcp, name, mcpParams)
         expect(normalized(fromMcp)).toEqual(normalized(fromEndpoint))
         if (parity.effect) {

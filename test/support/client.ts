@@ -82,16 +82,23 @@ export class Person {
 export class Agent {
   readonly url: string
   readonly key: string
+  /** Sent with every call (e.g. Answer-Tokens). */
+  readonly headers: Record<string, string>
 
-  constructor(url: string, key: string) {
+  constructor(url: string, key: string, headers: Record<string, string> = {}) {
     this.url = url
     this.key = key
+    this.headers = headers
   }
 
   async call<T = any>(action: string, params?: unknown): Promise<Reply<T>> {
     const res = await fetch(`${this.url}/api/agent`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${this.key}`, 'content-type': 'application/json' },
+      headers: {
+        ...this.headers,
+        authorization: `Bearer ${this.key}`,
+        'content-type': 'application/json',
+      },
       body: JSON.stringify(params === undefined ? { action } : { action, params }),
     })
     const text = await res.text()

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { type ActionName, actionNames, actions, isActionName } from '../../../shared/actions.ts'
+import { type AnswerBudget, budgetOfTokens } from '../../actions/answer-budget.ts'
 import type { Services } from '../../actions/context.ts'
 import { run, validate } from '../../actions/perform.ts'
 import { didYouMean } from '../../actions/suggest.ts'
@@ -60,6 +61,24 @@ export function unknownActionMessage(action: string): string {
   return `Unknown action "${action}"${didYouMean(action, actionNames)}; the ${actionNames.length} actions are listed in docs/agent-api.md, GET /api/openapi.json and the MCP tools/list`
 }
 
+/** The optional header asking for answers that fit, as MCP's (docs/agent-api.md). */
+export const ANSWER_TOKENS_HEADER = 'Answer-Tokens'
+const ANSWER_TOKENS = { min: 1_000, max: 1_000_000 }
+
+/** The budget an `Answer-Tokens` header asks for, undefined without one; a bad one is a 400. */
+export function parseAnswerTokens(values: readonly string[] | undefined): AnswerBudget | undefined {
+  if (values === undefined || values.length === 0) return undefined
+  const raw = values.length === 1 ? (values[0] as string).trim() : ''
+  const tokens = /^\d{1,7}$/.test(raw) ? Number(raw) : Number.NaN
+  if (!(tokens >= ANSWER_TOKENS.min && tokens <= ANSWER_TOKENS.max)) {
+    throw new ApiError(
+      400,
+      `${ANSWER_TOKENS_HEADER} must be one integer from ${ANSWER_TOKENS.min} to ${ANSWER_TOKENS.max.toLocaleString('en')}: the tokens (three characters each) an answer may take`,
+    )
+  }
+  return budgetOfTokens(tokens)
+}
+
 /** `POST /api/agent`: any other method is a 405; failures are `{ error }` bodies. */
 export function agentEndpoint(services: Services, log: Logger) {
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -101,6 +120,7 @@ export function agentEndpoint(services: Services, log: Logger) {
       const key = await admit(services, credentials, envelope?.action, setHeaders)
       if (!envelope) throw bodyError
       const idempotencyKey = parseIdempotencyKey(req.headersDistinct['idempotency-key'])
+      const budget = parseAnswerTokens(req.headersDistinct[ANSWER_TOKENS_HEADER.toLowerCase()])
       // Validated before the Idempotency-Key is taken: a 400 here never uses it up.
       const request = validate(
         { type: 'agent', key, identity: {} },
@@ -109,14 +129,14 @@ export function agentEndpoint(services: Services, log: Logger) {
       )
       // Reads ignore the key: running one again changes nothing.
       if (idempotencyKey === undefined || !actions[envelope.action].write) {
-        sendJson(res, 200, await run(services, request))
+        sendJson(res, 200, await run(services, request, { budget }))
         return
       }
       const answer = await runIdempotent(
         services,
         log,
         { keyId: key.id, key: idempotencyKey, ...envelope },
-        (recorder) => run(services, request, recorder),
+        (answer) => run(services, request, { answer, budget }),
       )
       sendJson(
         res,

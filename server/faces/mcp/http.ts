@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js'
+import { budgetOfTokens } from '../../actions/answer-budget.ts'
 import type { Services } from '../../actions/context.ts'
 import { perform } from '../../actions/perform.ts'
 import { type ApiKeyRow, authenticateApiKey } from '../../auth/api-keys.ts'
@@ -95,6 +96,7 @@ export function mcpEndpoint(services: Services, log: Logger) {
               caller: { type: 'agent', key, identity: {} },
               action,
               params: args,
+              budget: budgetOfTokens(services.config.mcpAnswerTokens),
               onRateLimit: (headers) => {
                 setHeaders(headers)
                 if (headers['Retry-After'] !== undefined)

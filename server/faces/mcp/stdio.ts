@@ -40,15 +40,18 @@ export function forwardingToolServer(client: AgentClient): Server {
   })
 }
 
+const DEFAULT_ANSWER_TOKENS = 20_000
+
 const USAGE = `Usage: CORKBOARD_API_KEY=<API key> node server/faces/mcp/stdio.ts --url <server base URL>
   --url   the Corkboard server, e.g. http://127.0.0.1:8787 (or set CORKBOARD_URL)
-The API key is read from the environment variable CORKBOARD_API_KEY.`
+The API key is read from the environment variable CORKBOARD_API_KEY; MCP_ANSWER_TOKENS (default
+20000) is the longest answer, in tokens of three characters: a longer one is paged.`
 
 /** Reads the configuration, or explains what is missing. */
 export function stdioConfig(
   argv: readonly string[],
   env: Readonly<Record<string, string | undefined>>,
-): { url: string; apiKey: string } | { problem: string; exitCode: number } {
+): { url: string; apiKey: string; answerTokens: number } | { problem: string; exitCode: number } {
   let values: { url?: string | undefined; help?: boolean | undefined }
   try {
     ;({ values } = parseArgs({
@@ -74,7 +77,14 @@ export function stdioConfig(
     return { problem: `--url must be an http(s) URL, got "${url}"`, exitCode: 2 }
   }
   if (!apiKey) return { problem: `No API key: set CORKBOARD_API_KEY.\n${USAGE}`, exitCode: 2 }
-  return { url, apiKey }
+  const tokens = env.MCP_ANSWER_TOKENS?.trim() || String(DEFAULT_ANSWER_TOKENS)
+  if (!/^\d+$/.test(tokens) || Number(tokens) < 1_000 || Number(tokens) > 1_000_000) {
+    return {
+      problem: `MCP_ANSWER_TOKENS must be an integer from 1000 to 1000000, got "${tokens}"`,
+      exitCode: 2,
+    }
+  }
+  return { url, apiKey, answerTokens: Number(tokens) }
 }
 
 async function main(): Promise<void> {
@@ -83,7 +93,12 @@ async function main(): Promise<void> {
     process.stderr.write(`${config.problem}\n`)
     process.exit(config.exitCode)
   }
-  const client = createAgentClient({ url: config.url, apiKey: config.apiKey })
+  // The service cuts each answer to fit, as it does over Streamable HTTP.
+  const client = createAgentClient({
+    url: config.url,
+    apiKey: config.apiKey,
+    headers: { 'answer-tokens': String(config.answerTokens) },
+  })
   const server = forwardingToolServer(client)
   const transport = new StdioServerTransport()
   const stop = () => {

@@ -11,6 +11,7 @@ import { z } from 'zod'
 import { type ActionName, actionNames, actions, isActionName } from '../../../shared/actions.ts'
 import { identity } from '../../../shared/schemas/common.ts'
 import { claimRecord } from '../../../shared/schemas/outputs.ts'
+import { answerText, isRecord } from '../../actions/answer-text.ts'
 import { didYouMean } from '../../actions/suggest.ts'
 import { serverInstructions, toolDescription, toolTitle } from './guidance.ts'
 
@@ -54,14 +55,26 @@ function compact(schema: Json, open: boolean, top = true): Json {
   for (const [k, v] of Object.entries(node)) {
     if (k === '$schema') continue
     if (k === 'pattern' && typeof node.format === 'string') continue
+    // A parameter's meaning says it is an id; the service names a malformed one in its 400.
+    if (!open && k === 'format' && v === 'uuid') continue
+    // Unknown parameters are a 400 naming them (the instructions say so): not repeated per tool.
+    if (!open && top && k === 'additionalProperties' && v === false) continue
     if (k === 'minimum' && v === Number.MIN_SAFE_INTEGER) continue
     if (k === 'maximum' && v === Number.MAX_SAFE_INTEGER) continue
     if (k === 'type' && (Array.isArray(node.enum) || Object.hasOwn(node, 'const'))) continue
     if (open && k === 'additionalProperties' && v === false) continue
-    // Which fields an answer always carries is said once, in the instructions (ANSWERS_NOTE).
-    if (open && k === 'required') continue
     if (open && (k === 'format' || k === 'pattern' || (k === 'minimum' && v === 0))) continue
-    if (open && !top && k === 'type' && v === 'object' && isJson(node.properties)) continue
+    // A record inside an answer says which fields it always carries, not each one's type:
+    // a validator still refuses a record without them, in a fraction of the text.
+    if (open && !top && k === 'properties') continue
+    // A budget's note is said once, in the instructions (ANSWERS_NOTE).
+    if (open && top && k === 'properties' && isJson(v) && isJson(v.note)) {
+      const { note: _note, ...rest } = v
+      out[k] = Object.fromEntries(
+        Object.entries(rest).map(([name, s]) => [name, compact(s as Json, open, false)]),
+      )
+      continue
+    }
     if (ONE.has(k) && isJson(v)) out[k] = compact(v, open, false)
     else if (LIST.has(k) && Array.isArray(v)) {
       const described = typeof node.description === 'string'
@@ -84,6 +97,14 @@ function compact(schema: Json, open: boolean, top = true): Json {
  */
 function orNull(node: Json): Json {
   const options = node.anyOf
+  // `{ const: '' }` beside an enum (a value that clears a field) is one more value of it.
+  if (Array.isArray(options) && options.length === 2) {
+    const [a, b] = options as Json[]
+    if (isJson(a) && isJson(b) && Object.hasOwn(a, 'const') && Array.isArray(b.enum)) {
+      const { anyOf: _options, ...rest } = node
+      return { ...rest, enum: [a.const, ...b.enum] }
+    }
+  }
   if (!Array.isArray(options) || options.length !== 2 || Object.keys(node).length !== 1) {
     return node
   }
@@ -125,19 +146,28 @@ function inlineSingleUse(schema: Json): Json {
 }
 
 /**
- * The identity params every write takes, the same in some thirty tools: their bounds are
- * said once, in the instructions (IDENTITY_NOTE), and each tool keeps their type and meaning.
+ * The identity params every write takes. A tool lists them where they change something:
+ * a claim-locked action (a claim is compared with them), claim_next (it claims) and
+ * add_comment (agentName says an agent wrote it). Every other write accepts them and
+ * ignores them; the instructions say what they are (IDENTITY_NOTE), and each listing keeps
+ * its meaning, without the bounds the instructions give once.
  */
 const IDENTITY_BOUNDS = ['minLength', 'maxLength', 'minimum', 'maximum']
 
-function withoutIdentityBounds(schema: Json): Json {
+function identityListed(name: ActionName): boolean {
+  return actions[name].claimLocked || name === 'claim_next' || name === 'add_comment'
+}
+
+function withIdentityAsUsed(name: ActionName, schema: Json): Json {
   const properties = schema.properties
   if (!isJson(properties)) return schema
   const out: Json = { ...properties }
-  for (const name of Object.keys(identity)) {
-    const p = out[name]
-    if (isJson(p))
-      out[name] = Object.fromEntries(
+  for (const param of Object.keys(identity)) {
+    const p = out[param]
+    if (!isJson(p)) continue
+    if (!identityListed(name)) delete out[param]
+    else
+      out[param] = Object.fromEntries(
         Object.entries(p).filter(([k]) => !IDENTITY_BOUNDS.includes(k)),
       )
   }
@@ -147,7 +177,8 @@ function withoutIdentityBounds(schema: Json): Json {
 /** The JSON Schema of what a caller sends to an action, from the action's zod schema. */
 export function inputJsonSchema(name: ActionName): Tool['inputSchema'] {
   const schema = compact(
-    withoutIdentityBounds(
+    withIdentityAsUsed(
+      name,
       z.toJSONSchema(actions[name].input, { io: 'input', target: 'draft-2020-12' }) as Json,
     ),
     false,
@@ -233,39 +264,6 @@ export interface ToolHooks {
   log?: Pick<Console, 'error'>
 }
 
-interface ImageOfResult {
-  attachmentId: string
-  mimeType: string
-  dataBase64: string
-}
-
-const isRecord = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v)
-
-/** Screenshots carried as bytes (get_task's `images`), found by shape rather than by name. */
-function imagesOf(result: Record<string, unknown>): ImageOfResult[] {
-  const images = result.images
-  if (!Array.isArray(images)) return []
-  return images.filter(
-    (i): i is ImageOfResult =>
-      isRecord(i) &&
-      typeof i.attachmentId === 'string' &&
-      typeof i.mimeType === 'string' &&
-      typeof i.dataBase64 === 'string',
-  )
-}
-
-/**
- * A raster image exported as base64 (export_map's PNG: `{ mimeType: 'image/png', content }`),
- * found by shape. An SVG is text, and stays text.
- */
-function exportedImageOf(result: Record<string, unknown>): ImageOfResult | undefined {
-  const { mimeType, content } = result
-  if (typeof mimeType !== 'string' || typeof content !== 'string') return undefined
-  if (!mimeType.startsWith('image/') || mimeType === 'image/svg+xml') return undefined
-  return { attachmentId: '', mimeType, dataBase64: content }
-}
-
 /**
  * A success: the result as structured content (exactly what the endpoint returns) and as
  * JSON text, plus each screenshot (or an exported PNG) as image content. The text leaves
@@ -276,28 +274,11 @@ export function toolResult(result: unknown): CallToolResult {
   if (!isRecord(result)) {
     return { content: [{ type: 'text', text: JSON.stringify(result) }] }
   }
-  const images = imagesOf(result)
-  const exported = exportedImageOf(result)
-  const sentAs = (base64: string, i: number, of: number) =>
-    `(${base64.length} characters of base64, sent as image content ${i + 1} of ${of})`
-  let textView: Record<string, unknown> = result
-  if (images.length > 0) {
-    textView = {
-      ...result,
-      images: images.map((image, i) => ({
-        attachmentId: image.attachmentId,
-        mimeType: image.mimeType,
-        dataBase64: sentAs(image.dataBase64, i, images.length),
-      })),
-    }
-  } else if (exported) {
-    textView = { ...result, content: sentAs(exported.dataBase64, 0, 1) }
-  }
-  const imageContent = exported && images.length === 0 ? [exported] : images
+  const { text, images } = answerText(result)
   return {
     content: [
-      { type: 'text', text: JSON.stringify(textView) },
-      ...imageContent.map((image) => ({
+      { type: 'text', text },
+      ...images.map((image) => ({
         type: 'image' as const,
         data: image.dataBase64,
         mimeType: image.mimeType,

@@ -1,0 +1,183 @@
+import type { ActionInput, ActionResults } from '../../shared/actions.ts'
+import type { StoredTask } from '../../shared/board-doc.ts'
+import { shownOnCard } from '../../shared/claims.ts'
+import { LIMITS } from '../../shared/constants.ts'
+import type { Task } from '../../shared/records.ts'
+import { summaryOf } from '../board/board-view.ts'
+import { archivedByIds, claimsByIds } from '../board/history.ts'
+import { badRequest } from '../errors.ts'
+import { encodeCursor, fittingCount, offsetOf, roomFor } from './answer-budget.ts'
+import type { ActionContext } from './context.ts'
+
+type Hit = ActionResults['search_tasks']['tasks'][number]
+type Match = Hit['match']
+
+/** Words of a query: runs of letters and digits (anything else separates them). */
+function wordsOf(query: string): string[] {
+  return query.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []
+}
+
+/**
+ * The tsquery of a query: every word, stemmed (English), the last one also as the start of
+ * a longer word, as people type. Words are letters and digits only, so quoting is safe.
+ */
+function tsQueryOf(words: readonly string[]): string {
+  return words.map((w, i) => (i === words.length - 1 ? `'${w}':*` : `'${w}'`)).join(' & ')
+}
+
+/** Highlights in snippets, as Markdown bold: agents and the app read Markdown. */
+const HEADLINE = `'StartSel=**, StopSel=**, MaxWords=24, MinWords=8, MaxFragments=1, FragmentDelimiter=" … "'`
+
+/**
+ * search_tasks: the cards whose title, description or comments hold every word, best
+ * match first (title above description, a comment at half weight), through Postgres
+ * full-text indexes (task_texts and comments, migration 017); then get_board's filters,
+ * and pages. Each hit is the card's summary form and where it matched, with a snippet.
+ */
+export async function search_tasks(
+  ctx: ActionContext,
+  input: ActionInput<'search_tasks'>,
+): Promise<ActionResults['search_tasks']> {
+  const words = wordsOf(input.query)
+  if (words.length === 0) {
+    throw badRequest('query must hold at least one word (letters or digits)')
+  }
+  const query = tsQueryOf(words)
+  const orgId = ctx.orgId
+  const includeArchived = input.includeArchived === true
+  const ranked = await ctx.db.query<{
+    id: string
+    rank: number
+    archived: boolean
+  }>(
+    `with q as (select to_tsquery('english', $2) as q)
+     select h.id, max(h.rank) as rank, bool_or(h.archived) as archived from (
+       select t.id, ts_rank(t.search, q.q) as rank, t.archived
+         from task_texts t, q
+        where t.org_id = $1 and t.search @@ q.q and ($3 or not t.archived)
+       union all
+       select c.task_id, ts_rank(c.search, q.q) * 0.5, t.archived
+         from comments c join task_texts t on t.id = c.task_id, q
+        where c.org_id = $1 and c.search @@ q.q and ($3 or not t.archived)
+     ) h
+     group by h.id
+     order by rank desc, h.id`,
+    [orgId, query, includeArchived],
+  )
+  const archivedIds = ranked.filter((r) => r.archived).map((r) => r.id)
+  const now = ctx.clock.now()
+  const [archived, archivedClaims] = await Promise.all([
+    archivedByIds(ctx.db, orgId, archivedIds),
+    claimsByIds(ctx.db, orgId, archivedIds, now),
+  ])
+  // The filters, on each card as it is now: on the board, or its archived record.
+  const cards = await ctx.readBoard((view) => {
+    if (input.projectId !== undefined && !view.projects.has(input.projectId)) {
+      throw badRequest(`projectId ${input.projectId} is not a project of this organisation`)
+    }
+    if (input.columnId !== undefined && !view.columns.has(input.columnId)) {
+      throw badRequest(`columnId ${input.columnId} is not a column of this organisation`)
+    }
+    const tag = input.tag?.trim().toLowerCase()
+    const out: Task[] = []
+    for (const r of ranked) {
+      const stored: StoredTask | undefined = view.storedTask(r.id) ?? archived.get(r.id)
+      if (!stored) continue
+      if (!includeArchived && stored.archivedAt !== null) continue
+      if (input.columnId !== undefined && stored.columnId !== input.columnId) continue
+      if (input.projectId !== undefined && stored.projectId !== input.projectId) continue
+      if (tag !== undefined && !stored.tags.some((t) => t.toLowerCase() === tag)) continue
+      if (
+        input.priority !== undefined &&
+        (view.effectivePriority(stored) ?? 'none') !== input.priority
+      ) {
+        continue
+      }
+      out.push(
+        view.hasTask(r.id)
+          ? view.present(stored)
+          : view.present(stored, shownOnCard(archivedClaims.get(r.id))),
+      )
+    }
+    return out
+  })
+  const pageQuery = [
+    'search_tasks',
+    input.query,
+    input.columnId,
+    input.projectId,
+    input.tag,
+    input.priority,
+    includeArchived,
+  ]
+  const start = input.cursor === undefined ? 0 : offsetOf(input.cursor, pageQuery)
+  const candidates = cards.slice(start, start + (input.limit ?? LIMITS.searchPage.default))
+  const matches = await matchesOf(
+    ctx,
+    query,
+    candidates.map((t) => t.id),
+  )
+  let tasks: Hit[] = candidates.map((t) => ({
+    ...summaryOf(t),
+    archivedAt: t.archivedAt,
+    match: matches.get(t.id) ?? { field: 'title', snippet: t.title },
+  }))
+  const fitting = ctx.budget
+    ? fittingCount(tasks, roomFor(ctx.budget, { tasks: [], nextCursor: 'x'.repeat(60) }))
+    : tasks.length
+  const cut = fitting < tasks.length
+  tasks = tasks.slice(0, fitting)
+  const end = start + tasks.length
+  return {
+    tasks,
+    nextCursor: end < cards.length ? encodeCursor(pageQuery, [end]) : null,
+    ...(cut
+      ? {
+          note: `Hits ${start + 1}–${end} of ${cards.length} fit the answer budget: call search_tasks with this nextCursor for the next page, or add words or filters to narrow.`,
+        }
+      : {}),
+  }
+}
+
+/** Where each card matched: its title, else its description, else its best comment. */
+async function matchesOf(
+  ctx: ActionContext,
+  query: string,
+  ids: readonly string[],
+): Promise<Map<string, Match>> {
+  if (ids.length === 0) return new Map()
+  const [texts, comments] = await Promise.all([
+    ctx.db.query<{ id: string; field: 'title' | 'description' | null; snippet: string | null }>(
+      `with q as (select to_tsquery('english', $3) as q)
+       select t.id,
+              case when to_tsvector('english', t.title) @@ q.q then 'title'
+                   when to_tsvector('english', t.description) @@ q.q then 'description' end
+                as field,
+              case when to_tsvector('english', t.title) @@ q.q
+                     then ts_headline('english', t.title, q.q, ${HEADLINE})
+                   when to_tsvector('english', t.description) @@ q.q
+                     then ts_headline('english', t.description, q.q, ${HEADLINE}) end
+                as snippet
+         from task_texts t, q
+        where t.id = any($1::uuid[]) and t.org_id = $2`,
+      [ids, ctx.orgId, query],
+    ),
+    ctx.db.query<{ task_id: string; id: string; snippet: string }>(
+      `with q as (select to_tsquery('english', $3) as q)
+       select distinct on (c.task_id) c.task_id, c.id,
+              ts_headline('english', c.body, q.q, ${HEADLINE}) as snippet
+         from comments c, q
+        where c.task_id = any($1::uuid[]) and c.org_id = $2 and c.search @@ q.q
+        order by c.task_id, ts_rank(c.search, q.q) desc, c.created_at desc`,
+      [ids, ctx.orgId, query],
+    ),
+  ])
+  const out = new Map<string, Match>()
+  for (const c of comments) {
+    out.set(c.task_id, { field: 'comment', snippet: c.snippet, commentId: c.id })
+  }
+  for (const t of texts) {
+    if (t.field && t.snippet !== null) out.set(t.id, { field: t.field, snippet: t.snippet })
+  }
+  return out
+}

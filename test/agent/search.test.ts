@@ -1,0 +1,225 @@
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import * as Y from 'yjs'
+import { boardDocName, boardMaps } from '../../shared/board-doc.ts'
+import { replaceText } from '../../shared/ytext.ts'
+import {
+  type Agent,
+  connectProvider,
+  eventuallyAsync,
+  ownerWithAgent,
+  type Person,
+} from '../support/client.ts'
+import { startServer, type TestServer } from '../support/server.ts'
+import { STORAGES } from '../support/storage.ts'
+
+/**
+ * search_tasks (docs/design.md Contract 1): full-text search over titles, descriptions and
+ * comments, stemmed, the last word a prefix, ranked, in the summary form with where it
+ * matched; get_board's filters, includeArchived, pages. The index is kept in the write's
+ * own transaction, whoever writes: an agent, a person in the app or through /sync.
+ */
+describe.each(STORAGES)('search_tasks (%s)', (kind) => {
+  let server: TestServer
+  let agent: Agent
+  let owner: Person
+  let columns: { id: string }[]
+  const ids: Record<string, string> = {}
+
+  const search = async (params: Record<string, unknown>) => agent.ok('search_tasks', params)
+  const found = async (query: string, more: Record<string, unknown> = {}) =>
+    (await search({ query, ...more })).tasks.map((t: { id: string }) => t.id)
+
+  beforeAll(async () => {
+    server = await startServer(kind, { rateLimitPerKey: 100_000 })
+    ;({ agent, owner } = await ownerWithAgent(server.url))
+    ;({ columns } = await agent.ok('list_columns'))
+    const card = async (name: string, title: string, description = '', column = 0) => {
+      const { task } = await agent.ok('create_task', {
+        columnId: (columns[column] as { id: string }).id,
+        title,
+        description,
+      })
+      ids[name] = task.id
+    }
+    await card('login', 'Investigate the flaky login test', 'It fails on CI once a week.')
+    await card(
+      'retry',
+      'Retry budget for webhooks',
+      'Deliveries that fail are retried; login is not involved.',
+    )
+    await card('docs', 'Write the operations guide', 'Backups, proxies, health.', 1)
+    await card('other', 'Plain card', 'Nothing to see.', 1)
+    await agent.ok('add_comment', {
+      taskId: ids.other,
+      body: 'The flakiness comes from the session cookie expiring mid-test.',
+      agentName: 'Ada',
+    })
+  })
+  afterAll(() => server?.close())
+
+  test('words are stemmed: "failing tests" finds "fails" and "test"', async () => {
+    expect(await found('failing tests')).toEqual([ids.login])
+  })
+
+  test('the last word is a prefix as it is typed: "flak" finds flaky and flakiness', async () => {
+    const hits = await found('flak')
+    expect(hits).toContain(ids.login)
+    expect(hits).toContain(ids.other)
+  })
+
+  test('hits are ranked: a title match comes before a description match', async () => {
+    expect(await found('login')).toEqual([ids.login, ids.retry])
+  })
+
+  test('each hit is the summary form with where it matched and a snippet, highlighted', async () => {
+    const { tasks, nextCursor } = await search({ query: 'login' })
+    expect(nextCursor).toBeNull()
+    const [title, description] = tasks
+    expect(title.match).toEqual({
+      field: 'title',
+      snippet: 'Investigate the flaky **login** test',
+    })
+    expect(description.match.field).toBe('description')
+    expect(description.match.snippet).toContain('**login**')
+    expect(Object.keys(title).sort()).toEqual(
+      [
+        'id',
+        'columnId',
+        'projectId',
+        'title',
+        'type',
+        'priority',
+        'tags',
+        'blocked',
+        'assigneeIds',
+        'commentCount',
+        'imageCount',
+        'lastCommentBy',
+        'lastCommentAt',
+        'updatedAt',
+        'claimedBy',
+        'archivedAt',
+        'match',
+      ].sort(),
+    )
+    const [comment] = (await search({ query: 'cookie' })).tasks
+    expect(comment.id).toBe(ids.other)
+    expect(comment.match.field).toBe('comment')
+    expect(comment.match.snippet).toContain('**cookie**')
+    expect(typeof comment.match.commentId).toBe('string')
+  })
+
+  test('get_board’s filters combine with the words', async () => {
+    const second = (columns[1] as { id: string }).id
+    expect(await found('guide', { columnId: second })).toEqual([ids.docs])
+    expect(await found('login', { columnId: second })).toEqual([])
+    await agent.ok('set_task_tags', { taskId: ids.retry, tags: ['Webhooks'] })
+    expect(await found('login', { tag: 'webhooks' })).toEqual([ids.retry])
+    await agent.ok('update_task', { taskId: ids.login, priority: 'urgent' })
+    expect(await found('login', { priority: 'URGENT' })).toEqual([ids.login])
+    expect(await found('login', { priority: 'none' })).toEqual([ids.retry])
+    const projectId = await owner.createProject('Search')
+    expect(await found('login', { projectId })).toEqual([])
+  })
+
+  test('the index follows every write in its own transaction: a new title is found at once, the old one no longer', async () => {
+    await agent.ok('update_task', { taskId: ids.docs, title: 'Write the runbook' })
+    expect(await found('runbook')).toEqual([ids.docs])
+    expect(await found('operations guide')).toEqual([])
+    await agent.ok('update_task', { taskId: ids.docs, description: 'Covers the sweeper too.' })
+    expect(await found('sweeper')).toEqual([ids.docs])
+    expect(await found('proxies')).toEqual([])
+  })
+
+  test('an archived card is found only with includeArchived, a restored one again, a deleted one never', async () => {
+    const { task } = await agent.ok('create_task', {
+      columnId: (columns[0] as { id: string }).id,
+      title: 'Quarterly zebra review',
+    })
+    await agent.ok('archive_task', { taskId: task.id })
+    expect(await found('zebra')).toEqual([])
+    const archived = (await search({ query: 'zebra', includeArchived: true })).tasks
+    expect(archived.map((t: { id: string }) => t.id)).toEqual([task.id])
+    expect(archived[0].archivedAt).not.toBeNull()
+    const restored = await owner.request(
+      'POST',
+      `/api/app/orgs/${owner.orgId}/tasks/${task.id}/restore`,
+    )
+    expect(restored.status).toBe(200)
+    expect(await found('zebra')).toEqual([task.id])
+    const deleted = await owner.request('DELETE', `/api/app/orgs/${owner.orgId}/tasks/${task.id}`)
+    expect(deleted.status).toBe(204)
+    expect(await found('zebra', { includeArchived: true })).toEqual([])
+  })
+
+  test('a person’s live edit of a title is found, once their edit is stored', async () => {
+    const live = await connectProvider(
+      server.url,
+      boardDocName(owner.orgId),
+      await owner.syncToken(),
+    )
+    try {
+      const card = boardMaps(live.doc).tasks.get(ids.retry as string) as Y.Map<unknown>
+      live.doc.transact(() => {
+        card.set('title', 'Retry schedule for pelican deliveries')
+        const text = card.get('description')
+        if (text instanceof Y.Text) replaceText(text, 'Five retries over four hours.')
+      })
+      await eventuallyAsync(async () => ((await found('pelican')).length === 1 ? true : undefined))
+      expect(await found('pelican')).toEqual([ids.retry])
+      expect(await found('schedule hours')).toEqual([ids.retry])
+    } finally {
+      live.destroy()
+    }
+  })
+
+  test('pages: limit and cursor walk every hit once', async () => {
+    const batch: string[] = []
+    for (let i = 0; i < 12; i++) {
+      const { task } = await agent.ok('create_task', {
+        columnId: (columns[2] as { id: string }).id,
+        title: `Kestrel migration step ${i}`,
+      })
+      batch.push(task.id)
+    }
+    const seen: string[] = []
+    let cursor: string | undefined
+    do {
+      const page = await search({ query: 'kestrel', limit: 5, ...(cursor ? { cursor } : {}) })
+      expect(page.tasks.length).toBeLessThanOrEqual(5)
+      seen.push(...page.tasks.map((t: { id: string }) => t.id))
+      cursor = page.nextCursor ?? undefined
+    } while (cursor)
+    expect(new Set(seen)).toEqual(new Set(batch))
+    expect(seen).toHaveLength(12)
+    const other = await agent.call('search_tasks', {
+      query: 'other words',
+      cursor: (await search({ query: 'kestrel', limit: 5 })).nextCursor,
+    })
+    expect(other.status).toBe(400)
+    expect(other.body.error).toMatch(/^cursor belongs to a page of other filters/)
+  })
+
+  test('a query of no words, a blank one or one too long is a 400 naming query', async () => {
+    for (const query of ['', '   ', '?!', 'x'.repeat(501)]) {
+      const res = await agent.call('search_tasks', { query })
+      expect(res.status, query).toBe(400)
+      expect(res.body.error).toMatch(/^query /)
+    }
+    const res = await agent.call('search_tasks', {})
+    expect(res.status).toBe(400)
+    expect(res.body.error).toMatch(/^query is required/)
+  })
+
+  test('another organisation’s cards are never found', async () => {
+    const other = await ownerWithAgent(server.url)
+    const { columns: theirs } = await other.agent.ok('list_columns')
+    await other.agent.ok('create_task', { columnId: theirs[0].id, title: 'Flaky login elsewhere' })
+    expect(await found('elsewhere')).toEqual([])
+    expect(
+      (await other.agent.ok('search_tasks', { query: 'flaky login' })).tasks.map(
+        (t: { title: string }) => t.title,
+      ),
+    ).toEqual(['Flaky login elsewhere'])
+  })
+})
