@@ -19,21 +19,10 @@ import {
   sessionCookie,
 } from '../../auth/session.ts'
 import { seedBoard } from '../../board/seed-board.ts'
-import { clientAddress } from '../../http/client-address.ts'
+import { browserUsesHttps, clientAddress } from '../../http/client-address.ts'
 import { sendEmpty, sendJson } from '../../http/json.ts'
 import { answer } from '../../http/route-docs.ts'
 import { type AppRouter, bodyOf } from './route.ts'
-
-/**
- * Whether the browser reaches the service over https, so its cookies must be Secure: the
- * service itself may speak plain HTTP behind a TLS proxy, which says so in
- * X-Forwarded-Proto, or the operator says so in PUBLIC_URL.
- */
-function isSecure(req: IncomingMessage, publicUrl: string | undefined): boolean {
-  // A chain of proxies lists one scheme each; the first is the one the browser used.
-  const forwarded = req.headers['x-forwarded-proto']?.toString().split(',')[0]?.trim()
-  return forwarded === 'https' || publicUrl?.startsWith('https:') === true
-}
 
 /**
  * The device cookie's value, or undefined when the browser sent none or a mangled one: a
@@ -62,7 +51,8 @@ export function sessionRoutes(app: AppRouter): void {
   /** The session cookie, and the device cookie that marks this browser as known to the account. */
   const signedIn = async (req: IncomingMessage, userId: string, email: string) => {
     const session = await createSession(db, userId, config.sessionTtlDays)
-    const secure = isSecure(req, config.publicUrl)
+    // Behind a TLS proxy the service speaks plain HTTP: PUBLIC_URL or a trusted proxy says https.
+    const secure = browserUsesHttps(req, config)
     return [
       sessionCookie(session.token, session.expiresAt, secure),
       deviceCookie(signDevice(await deviceKey(), email, clock.now()), secure),
@@ -141,7 +131,7 @@ export function sessionRoutes(app: AppRouter): void {
       const token = readCookie(req, SESSION_COOKIE)
       if (token) await endSession(db, token)
       // Cleared with the attributes it was set with, Secure included.
-      const secure = isSecure(req, config.publicUrl)
+      const secure = browserUsesHttps(req, config)
       sendEmpty(res, 204, { 'set-cookie': `${clearedSessionCookie()}${secure ? '; Secure' : ''}` })
     },
   )

@@ -21,7 +21,7 @@ import { readCookie, SESSION_COOKIE, sessionCookie } from '../../auth/session.ts
 import type { Clock } from '../../clock.ts'
 import type { Config } from '../../config.ts'
 import { ApiError } from '../../errors.ts'
-import { clientAddress } from '../../http/client-address.ts'
+import { browserUsesHttps, clientAddress, type Reached } from '../../http/client-address.ts'
 import { ownOrigin } from '../../http/cross-site.ts'
 import { readBody, sendJson } from '../../http/json.ts'
 import type { Router } from '../../http/router.ts'
@@ -56,15 +56,15 @@ export interface OAuthDeps {
 }
 
 /** The issuer: PUBLIC_URL's origin, or the request's own (as the cross-site check derives it). */
-export function issuerOf(req: IncomingMessage, publicUrl: string | undefined): string {
-  const origin = ownOrigin(req, publicUrl)
+export function issuerOf(req: IncomingMessage, reached: Reached): string {
+  const origin = ownOrigin(req, reached)
   if (!origin) throw new ApiError(400, 'The request has no usable Host header')
   return origin
 }
 
 /** The header a 401 on /mcp carries, pointing clients at the metadata (RFC 9728 §5.1). */
-export function mcpChallenge(req: IncomingMessage, publicUrl: string | undefined): string {
-  const origin = ownOrigin(req, publicUrl)
+export function mcpChallenge(req: IncomingMessage, reached: Reached): string {
+  const origin = ownOrigin(req, reached)
   return origin
     ? `Bearer resource_metadata="${origin}${PROTECTED_RESOURCE_METADATA_PATH}"`
     : 'Bearer'
@@ -165,8 +165,7 @@ export function oauthRoutes(router: Router, deps: OAuthDeps): void {
   }
   const consentSecret = secret('oauth-consent')
   const deviceSecret = secret('login-device')
-  const resourceOf = (req: IncomingMessage) =>
-    `${issuerOf(req, config.publicUrl)}${MCP_RESOURCE_PATH}`
+  const resourceOf = (req: IncomingMessage) => `${issuerOf(req, config)}${MCP_RESOURCE_PATH}`
 
   const preflight = async (_req: IncomingMessage, res: ServerResponse) => {
     res.writeHead(204, { ...CORS, 'access-control-max-age': '600' })
@@ -179,7 +178,7 @@ export function oauthRoutes(router: Router, deps: OAuthDeps): void {
 
   const protectedResource = (req: IncomingMessage) => ({
     resource: resourceOf(req),
-    authorization_servers: [issuerOf(req, config.publicUrl)],
+    authorization_servers: [issuerOf(req, config)],
     bearer_methods_supported: ['header'],
     resource_name: 'Corkboard',
     resource_documentation: 'https://github.com/corkboard/corkboard/blob/main/docs/mcp.md',
@@ -188,7 +187,7 @@ export function oauthRoutes(router: Router, deps: OAuthDeps): void {
   // Clients that probe the root form first (RFC 9728 §3.1 lets a resource have either).
   metadata('/.well-known/oauth-protected-resource', protectedResource)
   metadata('/.well-known/oauth-authorization-server', (req) => {
-    const issuer = issuerOf(req, config.publicUrl)
+    const issuer = issuerOf(req, config)
     return {
       issuer,
       authorization_endpoint: `${issuer}/oauth/authorize`,
@@ -316,7 +315,7 @@ export function oauthRoutes(router: Router, deps: OAuthDeps): void {
       )
     }
     const origin = req.headers.origin
-    if (origin !== undefined && origin !== ownOrigin(req, config.publicUrl)) {
+    if (origin !== undefined && origin !== ownOrigin(req, config)) {
       throw new ApiError(
         403,
         `Refused a form post from origin ${origin}: sign-in forms only take posts from this service's own pages`,
@@ -446,9 +445,7 @@ export function oauthRoutes(router: Router, deps: OAuthDeps): void {
     }
     const email = form.get('email') ?? ''
     const account = normaliseEmail(email)
-    const secure =
-      req.headers['x-forwarded-proto']?.toString().split(',')[0]?.trim() === 'https' ||
-      config.publicUrl?.startsWith('https:') === true
+    const secure = browserUsesHttps(req, config)
     let device: string | undefined
     try {
       device = readCookie(req, DEVICE_COOKIE)
