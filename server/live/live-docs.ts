@@ -70,8 +70,8 @@ export class LiveDocs {
   /** Where writes' events go; set by the webhooks module. Without it events are dropped. */
   eventSink: EventSink | undefined
   private readonly metrics: Metrics | undefined
-  /** Each loaded document's stored size when it loaded (metrics). */
-  private readonly loadedBytes = new Map<string, number>()
+  /** Each loaded document's stored size (rows loaded plus updates since), for the metrics. */
+  private readonly storedBytes = new Map<string, number>()
 
   constructor(options: {
     db: Db
@@ -103,10 +103,15 @@ export class LiveDocs {
         // People's edits not yet stored (a reload after an eviction): already reviewed.
         replay(document, this.lane(ref.orgId).people.updatesOf(documentName), RESTORE_ORIGIN)
         this.compaction.loaded(documentName, loaded.rows)
-        this.loadedBytes.set(
+        // Its stored size: the rows it loaded from, then every update applied since.
+        this.storedBytes.set(
           documentName,
           loaded.rows.reduce((sum, r) => sum + r.bytes, 0),
         )
+        document.on('update', (update: Uint8Array) => {
+          const bytes = this.storedBytes.get(documentName)
+          if (bytes !== undefined) this.storedBytes.set(documentName, bytes + update.length)
+        })
         this.reviewer?.watch(document)
       },
       afterLoadDocument: async ({ documentName }) => {
@@ -119,7 +124,7 @@ export class LiveDocs {
         this.boards.delete(documentName)
         if (board) this.registry.release(board)
         this.compaction.forget(documentName)
-        this.loadedBytes.delete(documentName)
+        this.storedBytes.delete(documentName)
         this.dropIdleLane(orgIdOf(documentName))
       },
       beforeHandleMessage: async ({ connection, update, document }) => {
@@ -341,7 +346,7 @@ export class LiveDocs {
       if (!kind) continue
       const d = documents.get(kind) ?? { count: 0, bytes: 0 }
       d.count += 1
-      d.bytes += this.loadedBytes.get(name) ?? 0
+      d.bytes += this.storedBytes.get(name) ?? 0
       documents.set(kind, d)
     }
     const lanes = { waiting: 0, uncommitted: 0, peoplePending: 0 }

@@ -20,7 +20,7 @@ const DELIVERY_LAG = [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600, 14400]
 
 /** What the scrape reads from the running service (gauges of what it holds now). */
 export interface MetricsSources {
-  /** Documents in memory, per kind: how many and their stored bytes when loaded. */
+  /** Documents in memory, per kind: how many, and their stored bytes (loaded plus updates since). */
   documents(): ReadonlyMap<string, { count: number; bytes: number }>
   /** The write lanes: work waiting at their gates, and writes waiting for their commit. */
   lanes(): { waiting: number; uncommitted: number; peoplePending: number }
@@ -147,7 +147,7 @@ export class Metrics {
     })
     sampled(
       'corkboard_document_bytes',
-      'Stored size, when loaded, of the live documents in memory, by kind',
+      'Stored size of the live documents in memory (rows loaded plus updates since), by kind',
       ['kind'],
       (g) => {
         g.reset()
