@@ -24,6 +24,8 @@ export async function startProcess(env: Record<string, string>): Promise<Service
       HOST: '127.0.0.1',
       LOG_LEVEL: 'info',
       SCRYPT_N: '1024',
+      SIGNUPS_PER_ADDRESS: '1000000',
+      OAUTH_REGISTRATIONS_PER_ADDRESS: '1000000',
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -22,6 +22,7 @@ import { seedBoard } from '../../board/seed-board.ts'
 import { browserUsesHttps, clientAddress } from '../../http/client-address.ts'
 import { sendEmpty, sendJson } from '../../http/json.ts'
 import { answer } from '../../http/route-docs.ts'
+import { AddressLimit } from '../../rate-limit/address-limit.ts'
 import { type AppRouter, bodyOf } from './route.ts'
 
 /**
@@ -40,6 +41,13 @@ function deviceCookieOf(req: IncomingMessage): string | undefined {
 export function sessionRoutes(app: AppRouter): void {
   const { db, live, config, clock } = app.deps
   const throttle = new LoginThrottle(db, clock, loginBudgets(config))
+  // A script must not create accounts by the thousand: sign-ups are counted per address.
+  const signups = new AddressLimit(db, clock, {
+    name: 'signup:address',
+    quota: config.signupsPerAddress,
+    windowMs: config.signupWindowSeconds * 1000,
+    what: 'sign-ups',
+  })
   let deviceSecret: Promise<string> | undefined
   const deviceKey = () => {
     deviceSecret ??= sharedSecret(db, 'login-device')
@@ -72,9 +80,13 @@ export function sessionRoutes(app: AppRouter): void {
           '`{ user, organization }`, and the session cookie. The organisation starts with the columns Backlog, Ready, In progress, Done.',
         ),
       ],
-      errors: { 409: 'The e-mail has an account already.' },
+      errors: {
+        409: 'The e-mail has an account already.',
+        429: 'Too many sign-ups from this address (SIGNUPS_PER_ADDRESS per SIGNUP_WINDOW_SECONDS): `{ error, retryAfter }`, with Retry-After.',
+      },
     },
     async (req, res) => {
+      await signups.charge(clientAddress(req, config.trustProxy))
       const input = await bodyOf(req, 'signup', body.signup)
       const { user, organization } = await signUp(db, { ...input, scryptN: config.scryptN })
       await seedBoard(live, organization.id)

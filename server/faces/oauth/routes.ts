@@ -25,6 +25,7 @@ import { browserUsesHttps, clientAddress, type Reached } from '../../http/client
 import { ownOrigin } from '../../http/cross-site.ts'
 import { readBody, sendJson } from '../../http/json.ts'
 import type { Router } from '../../http/router.ts'
+import { AddressLimit } from '../../rate-limit/address-limit.ts'
 import { consentPage, errorPage, signInPage } from './pages.ts'
 
 /**
@@ -73,15 +74,22 @@ export function mcpChallenge(req: IncomingMessage, reached: Reached): string {
 class OAuthError extends Error {
   readonly status: number
   readonly code: string
-  constructor(status: number, code: string, description: string) {
+  readonly headers: Record<string, string>
+  constructor(status: number, code: string, description: string, headers = {}) {
     super(description)
     this.status = status
     this.code = code
+    this.headers = headers
   }
 }
 
 function sendOAuthError(res: ServerResponse, error: OAuthError): void {
-  sendJson(res, error.status, { error: error.code, error_description: error.message }, CORS)
+  sendJson(
+    res,
+    error.status,
+    { error: error.code, error_description: error.message },
+    { ...CORS, ...error.headers },
+  )
 }
 
 /** Token-authenticated endpoints send no cookies, so any page may call them (browser-based MCP clients do). */
@@ -131,6 +139,13 @@ function redirectWith(uri: string, params: Record<string, string | undefined>): 
 export function oauthRoutes(router: Router, deps: OAuthDeps): void {
   const { db, config, clock } = deps
   const throttle = new LoginThrottle(db, clock, loginBudgets(config))
+  // Registration is open to anyone (RFC 7591): counted per address, or a script fills the table.
+  const registrations = new AddressLimit(db, clock, {
+    name: 'oauth-register:address',
+    quota: config.oauthRegistrationsPerAddress,
+    windowMs: config.oauthRegistrationWindowSeconds * 1000,
+    what: 'client registrations',
+  })
   const secret = (name: string) => {
     const cached = new Map<string, Promise<string>>()
     return () => {
@@ -221,6 +236,13 @@ export function oauthRoutes(router: Router, deps: OAuthDeps): void {
   }
 
   oauthEndpoint('/oauth/register', async (req, res) => {
+    try {
+      await registrations.charge(clientAddress(req, config.trustProxy))
+    } catch (error) {
+      if (!(error instanceof ApiError) || error.status !== 429) throw error
+      // RFC 7591 names no code for it; RFC 6585's status and Retry-After say it all.
+      throw new OAuthError(429, 'too_many_requests', error.message, error.headers)
+    }
     let raw: unknown
     try {
       raw = JSON.parse((await readBody(req, FORM_LIMIT)).toString('utf8'))
