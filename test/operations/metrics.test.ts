@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import type * as Y from 'yjs'
 import { loadConfig } from '../../server/config.ts'
@@ -270,6 +271,43 @@ describe('label values are bounded: routes are patterns, never paths or ids', ()
     expect(second.value('corkboard_http_requests_total', { route: '(none)', status: '404' })).toBe(
       40,
     )
+  })
+})
+
+describe('the documentation of the series', () => {
+  let server: TestServer
+  beforeAll(async () => {
+    server = await startServer('pglite', { metricsToken: METRICS_TOKEN })
+  })
+  afterAll(() => server.close())
+
+  test('docs/operations.md lists every series the service exposes, and its alert rules and the Grafana dashboard use only series that exist', async () => {
+    const res = await fetch(`${server.url}/metrics`, {
+      headers: { authorization: `Bearer ${METRICS_TOKEN}` },
+    })
+    const exposed = new Set([...(await res.text()).matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]))
+    const root = new URL('../../docs/', import.meta.url)
+    const operations = await readFile(new URL('operations.md', root), 'utf8')
+    const dashboard = await readFile(new URL('grafana-dashboard.json', root), 'utf8')
+    const own = [...exposed].filter((name) => name?.startsWith('corkboard_'))
+    expect(own.length).toBeGreaterThan(20)
+    for (const name of own) expect(operations, name).toContain(`\`${name}\``)
+    const family = (name: string) => name.replace(/_(bucket|sum|count)$/, '')
+    const used = (text: string) =>
+      new Set(
+        [...text.matchAll(/\b((?:corkboard|nodejs|process)_[a-z0-9_]+)/g)]
+          .map((m) => family(m[1] as string))
+          .filter((name) => !name.endsWith('_')),
+      )
+    for (const name of used(operations))
+      expect(exposed.has(name), `operations.md: ${name}`).toBe(true)
+    const exprs = JSON.stringify(
+      (JSON.parse(dashboard).panels as { targets?: { expr: string }[] }[]).flatMap((p) =>
+        (p.targets ?? []).map((t) => t.expr),
+      ),
+    )
+    expect(used(exprs).size).toBeGreaterThan(15)
+    for (const name of used(exprs)) expect(exposed.has(name), `dashboard: ${name}`).toBe(true)
   })
 })
 
