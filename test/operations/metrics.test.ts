@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import type * as Y from 'yjs'
 import { loadConfig } from '../../server/config.ts'
+import { connectHttp } from '../mcp/harness.ts'
 import {
   type Agent,
   connectProvider,
@@ -137,6 +138,33 @@ describe.each(STORAGES)('GET /metrics with METRICS_TOKEN (%s)', (kind) => {
     expect(after.value('corkboard_db_available')).toBe(1)
     expect(after.value('process_resident_memory_bytes')).toBeGreaterThan(0)
     expect(after.samples('nodejs_eventloop_lag_p99_seconds')).toHaveLength(1)
+  })
+
+  test('MCP tool calls count per action with the tool’s own status: a refused call is its 4xx, though the HTTP answer is a 200', async () => {
+    const client = await connectHttp(server.url, agent.key)
+    try {
+      const before = await scrape(server.url)
+      await client.callTool({
+        name: 'create_task',
+        arguments: { columnId: column, title: 'via MCP' },
+      })
+      const refused = await client.callTool({
+        name: 'get_task',
+        arguments: { taskId: crypto.randomUUID() },
+      })
+      expect(refused.isError).toBe(true)
+      const after = await scrape(server.url)
+      const delta = (labels: Record<string, string>) =>
+        after.value('corkboard_actions_total', labels) -
+        before.value('corkboard_actions_total', labels)
+      expect(delta({ action: 'create_task', face: 'mcp', status: '200' })).toBe(1)
+      expect(delta({ action: 'get_task', face: 'mcp', status: '404' })).toBe(1)
+      expect(
+        after.count('corkboard_action_duration_seconds', { action: 'get_task', face: 'mcp' }),
+      ).toBeGreaterThanOrEqual(1)
+    } finally {
+      await client.close()
+    }
   })
 
   test('a webhook delivery counts as delivered with its lag from the event, and the outbox drains back to nothing due', async () => {
