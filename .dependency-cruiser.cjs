@@ -4,7 +4,12 @@
 const layers = [
   ['^shared/'],
   ['^persistence/'],
-  ['^server/(errors|clock|config|sweeper)\\.ts$', '^server/http/', '^server/images/'],
+  [
+    '^server/(errors|clock|config|sweeper)\\.ts$',
+    '^server/http/',
+    '^server/images/',
+    '^server/metrics/',
+  ],
   ['^server/live/'],
   ['^server/rate-limit/'],
   ['^server/auth/'],

@@ -1,15 +1,22 @@
 import { PGlite, types } from '@electric-sql/pglite'
 import { TrackedTx } from './pipeline.ts'
-import type { Db, Queryable, Row } from './types.ts'
+import type { Db, DbObserver, Queryable, Row } from './types.ts'
 
 const parsers = { [types.INT8]: (x: string) => Number(x) }
 
 export async function openPglite(dataDir: string): Promise<Db> {
   const pg = await PGlite.create(dataDir === 'memory://' ? undefined : dataDir, { parsers })
+  const observers = new Set<DbObserver>()
   const adapt =
     (q: Pick<PGlite, 'query'>): Queryable['query'] =>
-    async <T extends Row>(text: string, params: readonly unknown[] = []) =>
-      (await q.query<T>(text, params as unknown[])).rows
+    async <T extends Row>(text: string, params: readonly unknown[] = []) => {
+      try {
+        return (await q.query<T>(text, params as unknown[])).rows
+      } catch (error) {
+        for (const o of observers) o.statementFailed(error)
+        throw error
+      }
+    }
   const query = adapt(pg)
   return {
     kind: 'pglite',
@@ -20,8 +27,10 @@ export async function openPglite(dataDir: string): Promise<Db> {
     lane: { query },
     // One transaction at a time (PGlite is a single connection); statements issued without
     // awaiting still run in order and are all settled before the commit.
-    transaction: (fn) =>
-      pg.transaction(async (inner) => {
+    transaction: (fn) => {
+      const asked = performance.now()
+      return pg.transaction(async (inner) => {
+        for (const o of observers) o.poolWait(performance.now() - asked)
         const tx = new TrackedTx(adapt(inner))
         try {
           const value = await fn(tx)
@@ -30,7 +39,12 @@ export async function openPglite(dataDir: string): Promise<Db> {
         } catch (error) {
           throw (await tx.firstFailure()) ?? error
         }
-      }),
+      })
+    },
+    observe(observer) {
+      observers.add(observer)
+      return () => observers.delete(observer)
+    },
     async close() {
       await pg.close()
     },

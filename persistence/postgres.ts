@@ -2,9 +2,13 @@ import { Socket } from 'node:net'
 import postgres from 'postgres'
 import { Availability, StorageUnavailable } from './availability.ts'
 import { TrackedTx } from './pipeline.ts'
-import type { Db, PostgresLimits, Queryable, Row, Transaction } from './types.ts'
+import type { Db, DbObserver, PostgresLimits, Queryable, Row, Transaction } from './types.ts'
 
-function adapt(sql: postgres.Sql, availability: Availability): Queryable['query'] {
+function adapt(
+  sql: postgres.Sql,
+  availability: Availability,
+  observers: ReadonlySet<DbObserver>,
+): Queryable['query'] {
   return async <T extends Row>(text: string, params: readonly unknown[] = []) => {
     if (!availability.available) throw new StorageUnavailable()
     try {
@@ -14,6 +18,7 @@ function adapt(sql: postgres.Sql, availability: Availability): Queryable['query'
       return rows as unknown as T[]
     } catch (error) {
       availability.failed(error)
+      for (const o of observers) o.statementFailed(error)
       throw error
     }
   }
@@ -133,11 +138,12 @@ export function openPostgres(url: string, max: number, limits: PostgresLimits): 
     max: LANE_CONNECTIONS,
     connection: { ...options.connection, synchronous_commit: 'off' },
   })
+  const observers = new Set<DbObserver>()
   return {
     kind: 'postgres',
     availability,
-    query: adapt(sql, availability),
-    lane: { query: adapt(lane, availability) },
+    query: adapt(sql, availability, observers),
+    lane: { query: adapt(lane, availability, observers) },
     /**
      * BEGIN is sent with the transaction's first statement and COMMIT pipelined with its
      * last ones (on one reserved connection, postgres.js writes queries without waiting
@@ -150,8 +156,10 @@ export function openPostgres(url: string, max: number, limits: PostgresLimits): 
      */
     async transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T> {
       if (!availability.available) throw new StorageUnavailable()
+      const asked = performance.now()
       const conn = await within(sql.reserve(), limits.connectTimeoutMs, (late) => late.release())
-      const run = adapt(conn, availability)
+      for (const o of observers) o.poolWait(performance.now() - asked)
+      const run = adapt(conn, availability, observers)
       let begun: Promise<unknown> | undefined
       const tx = new TrackedTx((text, params) => {
         if (!begun) {
@@ -170,6 +178,10 @@ export function openPostgres(url: string, max: number, limits: PostgresLimits): 
       } finally {
         conn.release()
       }
+    },
+    observe(observer) {
+      observers.add(observer)
+      return () => observers.delete(observer)
     },
     async close() {
       availability.stop()

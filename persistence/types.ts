@@ -22,6 +22,14 @@ export interface Transaction extends Queryable {
   final<T extends Row = Row>(text: string, params?: readonly unknown[]): Promise<T[]>
 }
 
+/** Told what the storage does, for the service's metrics (server/metrics/). */
+export interface DbObserver {
+  /** A transaction waited this long (ms) for its connection (PGlite: for the one it has). */
+  poolWait(ms: number): void
+  /** A statement failed (a constraint, a timeout, a lost connection, a refusal it raised). */
+  statementFailed(error: unknown): void
+}
+
 export interface Db extends Queryable {
   readonly kind: 'pglite' | 'postgres'
   /** Whether the database answers (embedded PGlite always does). */
@@ -38,6 +46,8 @@ export interface Db extends Queryable {
    * Statements issued without awaiting each other are pipelined on Postgres.
    */
   transaction<T>(fn: (tx: Transaction) => Promise<T>): Promise<T>
+  /** Adds an observer until the returned function is called. */
+  observe(observer: DbObserver): () => void
   close(): Promise<void>
 }
 

@@ -12,6 +12,7 @@ import { agentEndpoint } from './faces/agent/endpoint.ts'
 import { IdempotencySweeper } from './faces/agent/idempotency-store.ts'
 import { appApi } from './faces/app/app-api.ts'
 import { MCP_PATH, mcpEndpoint } from './faces/mcp/http.ts'
+import { metricsEndpoint } from './faces/metrics.ts'
 import { oauthRoutes } from './faces/oauth/routes.ts'
 import { openApiDocument } from './faces/openapi.ts'
 import { staticSite } from './faces/static.ts'
@@ -19,10 +20,13 @@ import { syncAuthenticator } from './faces/sync/auth.ts'
 import { attachSync } from './faces/sync/socket.ts'
 import { capConnections, requestTimeouts } from './http/connection-limits.ts'
 import { refuseCrossSite } from './http/cross-site.ts'
-import { type Logger, sendError, sendJson } from './http/json.ts'
+import { sendError, sendJson } from './http/json.ts'
+import { createLogger, type LogDestination, type ServiceLogger } from './http/log.ts'
+import { STATIC, serveRequest } from './http/request-log.ts'
 import { type RegisteredRoute, Router } from './http/router.ts'
 import { unavailableError } from './http/unavailable.ts'
 import { type Authenticate, LiveDocs } from './live/live-docs.ts'
+import { errorCode, Metrics } from './metrics/metrics.ts'
 import { rateBudgets } from './rate-limit/budgets.ts'
 import { RateLimiter } from './rate-limit/limiter.ts'
 import { PeopleEdits } from './review/people-edits.ts'
@@ -47,6 +51,9 @@ export interface App {
   readonly live: LiveDocs
   readonly config: Config
   readonly webhooks: Webhooks
+  /** The service's logger (JSON lines, each naming its request's id). */
+  readonly log: ServiceLogger
+  readonly metrics: Metrics
   /** Every route of the router, as GET /api/openapi.json reads them (its drift test does too). */
   routes(): readonly RegisteredRoute[]
   /** Compresses the web app's files ahead of the first visitor (npm start does, in the background). */
@@ -58,13 +65,6 @@ export interface App {
   close(): Promise<void>
 }
 
-function logger(level: Config['logLevel']): Logger {
-  return {
-    error: level === 'silent' ? () => {} : console.error,
-    info: level === 'info' ? console.info : () => {},
-  }
-}
-
 /** Builds the whole service on one port; `db` may be passed in (tests share nothing else). */
 export async function createApp(
   config: Config,
@@ -74,9 +74,12 @@ export async function createApp(
     clock?: Clock
     /** A certificate authority to trust for MCP clients' metadata documents (tests' own). */
     oauthClientDocsCa?: string
+    /** Where log lines go: stdout unless a test reads them. */
+    logDestination?: LogDestination
   } = {},
 ): Promise<App> {
-  const log = logger(config.logLevel)
+  const log = createLogger(config.logLevel, options.logDestination)
+  const metrics = new Metrics()
   const db =
     options.db ??
     (await openDb({
@@ -93,6 +96,10 @@ export async function createApp(
             : log.error('the database stopped answering; answering 503 until it is back', cause),
       },
     }))
+  const unobserve = db.observe({
+    poolWait: (ms) => metrics.dbPoolWait.observe(ms / 1000),
+    statementFailed: (error) => metrics.dbErrors.inc({ code: errorCode(error) }),
+  })
   await migrate(db)
   await migrateLayout(db, log)
   await fillTaskTexts(db, log)
@@ -105,9 +112,10 @@ export async function createApp(
     authenticate: (token, documentName) => (authenticate as Authenticate)(token, documentName),
     reviewer: (host) => new PeopleEdits(host),
     redis: config.redisUrl ? { url: config.redisUrl, prefix: config.redisPrefix } : undefined,
+    metrics,
   })
   authenticate = syncAuthenticator({ db, live, syncSecret })
-  const webhooks = new Webhooks({ db, log, config }, options.webhooks)
+  const webhooks = new Webhooks({ db, log, config, metrics }, options.webhooks)
   live.eventSink = webhooks.sink
   const clock = options.clock ?? systemClock
   const limiter = new RateLimiter(
@@ -159,35 +167,49 @@ export async function createApp(
   router.on('GET', '/api/openapi.json', async (_req, res) => {
     sendJson(res, 200, openApi)
   })
+  router.on('GET', '/metrics', metricsEndpoint(metrics, config.metricsToken))
   const site = staticSite()
 
-  const handle = async (req: IncomingMessage, res: ServerResponse) => {
-    // Every answer, whoever writes it (the MCP transport, a file, an error): a browser must
-    // never guess another type than the one declared and run it as script or page.
-    res.setHeader('x-content-type-options', 'nosniff')
-    try {
-      const url = new URL(req.url ?? '/', 'http://localhost')
-      // The app API is authenticated by a cookie: nothing another site sends gets through.
-      if (url.pathname.startsWith('/api/app/')) refuseCrossSite(req, config.publicUrl)
-      // While the database does not answer, every request that needs it is answered at once.
-      if (!db.availability.available && needsStorage(url.pathname)) throw unavailableError()
-      // Every method on the agent endpoint reaches it, so it can answer 405 itself.
-      if (url.pathname === '/api/agent') return await agent(req, res)
-      if (url.pathname === MCP_PATH) return await mcp(req, res)
-      const match = router.match(req.method ?? 'GET', url.pathname)
-      if (!match) {
-        if (await site.serve(req, res, url.pathname)) return
-        throw new ApiError(404, `No route ${req.method} ${url.pathname}`)
+  // Each request is served in a context of its own (its id, route and caller): every answer
+  // carries X-Request-Id, and its log line and metrics follow once it is sent.
+  const handle = (req: IncomingMessage, res: ServerResponse) =>
+    serveRequest(req, res, { log, metrics }, async (request) => {
+      // Every answer, whoever writes it (the MCP transport, a file, an error): a browser must
+      // never guess another type than the one declared and run it as script or page.
+      res.setHeader('x-content-type-options', 'nosniff')
+      try {
+        const url = new URL(req.url ?? '/', 'http://localhost')
+        // The app API is authenticated by a cookie: nothing another site sends gets through.
+        if (url.pathname.startsWith('/api/app/')) refuseCrossSite(req, config)
+        // While the database does not answer, every request that needs it is answered at once.
+        if (!db.availability.available && needsStorage(url.pathname)) throw unavailableError()
+        // Every method on the agent endpoint reaches it, so it can answer 405 itself.
+        if (url.pathname === '/api/agent') {
+          request.route = url.pathname
+          return await agent(req, res)
+        }
+        if (url.pathname === MCP_PATH) {
+          request.route = MCP_PATH
+          return await mcp(req, res)
+        }
+        const match = router.match(req.method ?? 'GET', url.pathname)
+        if (match) request.route = match.path
+        if (!match) {
+          if (await site.serve(req, res, url.pathname)) {
+            request.route = STATIC
+            return
+          }
+          throw new ApiError(404, `No route ${req.method} ${url.pathname}`)
+        }
+        if ('allowed' in match) {
+          res.setHeader('allow', match.allowed.join(', '))
+          throw new ApiError(405, `Method ${req.method} not allowed on ${url.pathname}`)
+        }
+        await match.handler(req, res, match.params)
+      } catch (error) {
+        sendError(res, error, log)
       }
-      if ('allowed' in match) {
-        res.setHeader('allow', match.allowed.join(', '))
-        throw new ApiError(405, `Method ${req.method} not allowed on ${url.pathname}`)
-      }
-      await match.handler(req, res, match.params)
-    } catch (error) {
-      sendError(res, error, log)
-    }
-  }
+    })
   const limits = {
     headersTimeoutMs: config.httpHeadersTimeoutMs,
     requestTimeoutMs: config.httpRequestTimeoutMs,
@@ -200,6 +222,14 @@ export async function createApp(
     authTimeoutMs: config.syncAuthTimeoutMs,
     maxMessageBytes: config.syncMaxMessageBytes,
   })
+  metrics.watch({
+    documents: () => live.stats().documents,
+    lanes: () => live.stats().lanes,
+    sockets: () => sync.open(),
+    databaseAvailable: () => db.availability.available,
+    outbox: () =>
+      db.availability.available ? webhooks.worker.outboxState() : Promise.resolve(undefined),
+  })
 
   const app: App = {
     server,
@@ -207,6 +237,8 @@ export async function createApp(
     live,
     config,
     webhooks,
+    log,
+    metrics,
     routes: () => router.registered(),
     url: '',
     warmSite: () => site.warm(),
@@ -231,6 +263,7 @@ export async function createApp(
       await webhooks.stop()
       await oauthSweeper.stop()
       await idempotencySweeper.stop()
+      unobserve()
       if (!options.db) await db.close()
     },
   }

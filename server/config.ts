@@ -1,3 +1,5 @@
+import { LOG_LEVELS, type LogLevel } from './http/log.ts'
+
 /** Every environment variable the service reads; the README's configuration table mirrors this. */
 export interface Config {
   port: number
@@ -42,7 +44,9 @@ export interface Config {
    * claim was cut off by a database fault, is sent again after this (with the same id).
    */
   webhookLeaseMs: number
-  logLevel: 'silent' | 'error' | 'info'
+  logLevel: LogLevel
+  /** The bearer token GET /metrics asks for; unset: /metrics answers 404. */
+  metricsToken: string | undefined
   /**
    * A reverse proxy is in front (TRUST_PROXY=1): the client's address is the first
    * X-Forwarded-For entry rather than the socket's (which is the proxy's).
@@ -64,6 +68,12 @@ export interface Config {
   /** Failed sign-ins per account per window, except from a browser that signed in to it before. */
   loginFailuresPerAccount: number
   loginAccountWindowSeconds: number
+  /** Sign-ups (new accounts) per client address per window. */
+  signupsPerAddress: number
+  signupWindowSeconds: number
+  /** OAuth client registrations (POST /oauth/register) per client address per window. */
+  oauthRegistrationsPerAddress: number
+  oauthRegistrationWindowSeconds: number
 }
 
 /** A whole number of at least `min` (a count, a size, a duration; 0 often means "no limit"). */
@@ -122,11 +132,31 @@ function publicUrlOf(env: NodeJS.ProcessEnv): string | undefined {
   return raw
 }
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const logLevel = env.LOG_LEVEL ?? 'info'
-  if (logLevel !== 'silent' && logLevel !== 'error' && logLevel !== 'info') {
-    throw new Error(`LOG_LEVEL must be silent, error or info, got "${logLevel}"`)
+/** LOG_LEVEL: one of pino's levels that we use, or silent. */
+function logLevelOf(env: NodeJS.ProcessEnv): LogLevel {
+  const raw = env.LOG_LEVEL || 'info'
+  const level = LOG_LEVELS.find((l) => l === raw)
+  if (!level) throw new Error(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${raw}"`)
+  return level
+}
+
+/**
+ * METRICS_TOKEN: anyone holding it reads /metrics, so a guessable one is refused (at least
+ * 16 characters); no whitespace, since it travels in a header.
+ */
+function metricsTokenOf(env: NodeJS.ProcessEnv): string | undefined {
+  const raw = env.METRICS_TOKEN
+  if (!raw) return undefined
+  if (raw.length < 16 || /\s/.test(raw)) {
+    throw new Error(
+      'METRICS_TOKEN must be at least 16 characters without spaces (e.g. openssl rand -hex 24)',
+    )
   }
+  return raw
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const logLevel = logLevelOf(env)
   const trustProxy = flag(env, 'TRUST_PROXY')
   return {
     port: whole(env, 'PORT', 8787, 0, 65_535),
@@ -155,6 +185,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookConcurrency: whole(env, 'WEBHOOK_CONCURRENCY', 16, 1),
     webhookLeaseMs: whole(env, 'WEBHOOK_LEASE_MS', 120_000, 1),
     logLevel,
+    metricsToken: metricsTokenOf(env),
     trustProxy,
     httpHeadersTimeoutMs: whole(env, 'HTTP_HEADERS_TIMEOUT_MS', 10_000),
     httpRequestTimeoutMs: whole(env, 'HTTP_REQUEST_TIMEOUT_MS', 30_000),
@@ -166,5 +197,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     loginAddressWindowSeconds: whole(env, 'LOGIN_ADDRESS_WINDOW_SECONDS', 900, 1),
     loginFailuresPerAccount: whole(env, 'LOGIN_FAILURES_PER_ACCOUNT', 10, 1),
     loginAccountWindowSeconds: whole(env, 'LOGIN_ACCOUNT_WINDOW_SECONDS', 300, 1),
+    signupsPerAddress: whole(env, 'SIGNUPS_PER_ADDRESS', 30, 1),
+    signupWindowSeconds: whole(env, 'SIGNUP_WINDOW_SECONDS', 3600, 1),
+    oauthRegistrationsPerAddress: whole(env, 'OAUTH_REGISTRATIONS_PER_ADDRESS', 30, 1),
+    oauthRegistrationWindowSeconds: whole(env, 'OAUTH_REGISTRATION_WINDOW_SECONDS', 3600, 1),
   }
 }

@@ -3,6 +3,7 @@ import type { Queryable } from '../../persistence/types.ts'
 import type { MemberRole } from '../../shared/constants.ts'
 import { isUuid } from '../../shared/ids.ts'
 import { ApiError } from '../errors.ts'
+import { noteRequest } from '../http/request-context.ts'
 import { membership, type OrgMembership, sessionUser, type User } from './accounts.ts'
 
 export const SESSION_COOKIE = 'cb_session'
@@ -36,6 +37,7 @@ export async function requireUser(db: Queryable, req: IncomingMessage): Promise<
   const token = readCookie(req, SESSION_COOKIE)
   const user = token ? await sessionUser(db, token) : undefined
   if (!user) throw new ApiError(401, 'Not signed in')
+  noteRequest({ userId: user.id })
   return user
 }
 
@@ -54,5 +56,6 @@ export async function requireMember(
   if (roles && !roles.includes(m.role)) {
     throw new ApiError(403, `This needs the role ${roles.join(' or ')}; you are ${m.role}`)
   }
+  noteRequest({ orgId: m.id })
   return m
 }

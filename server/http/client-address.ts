@@ -35,6 +35,33 @@ export function clientAddress(req: IncomingMessage, trustProxy: boolean): string
 }
 
 /**
+ * Whether the browser reached the service over https, as the proxy in front says in
+ * X-Forwarded-Proto (the first entry: a chain lists one scheme per hop). Only behind a
+ * proxy the operator declared (TRUST_PROXY=1): otherwise anyone could send the header,
+ * and a plain-HTTP service would take itself for https.
+ */
+export function forwardedHttps(req: IncomingMessage, trustProxy: boolean): boolean {
+  if (!trustProxy) return false
+  const header = req.headers['x-forwarded-proto']
+  const first = (Array.isArray(header) ? header[0] : header)?.split(',')[0]?.trim()
+  return first?.toLowerCase() === 'https'
+}
+
+/** How the service sees where it is reached: PUBLIC_URL, and whether a proxy is trusted. */
+export interface Reached {
+  publicUrl: string | undefined
+  trustProxy: boolean
+}
+
+/**
+ * Whether the browser uses https, so cookies must be Secure: the operator says so in
+ * PUBLIC_URL, or a trusted TLS proxy in X-Forwarded-Proto.
+ */
+export function browserUsesHttps(req: IncomingMessage, reached: Reached): boolean {
+  return reached.publicUrl?.startsWith('https:') === true || forwardedHttps(req, reached.trustProxy)
+}
+
+/**
  * The key one client's budgets and caps are kept under: its address, or for IPv6 its /64,
  * since one machine is usually given a whole /64 and could otherwise use billions of
  * addresses, each with a budget of its own.

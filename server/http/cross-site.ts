@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http'
 import { ApiError } from '../errors.ts'
+import { forwardedHttps, type Reached } from './client-address.ts'
 
 /** Methods that change nothing: a page elsewhere may send them, and reads no answer (CORS). */
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS'])
@@ -10,13 +11,14 @@ const first = (value: string | string[] | undefined) =>
 /**
  * The origin browsers use for this service: PUBLIC_URL's when set (behind a proxy the
  * request's own Host may be the proxy's upstream address), otherwise `http(s)://<Host>`,
- * https when a TLS proxy says so in X-Forwarded-Proto. Undefined without a usable Host.
+ * https when a trusted TLS proxy (TRUST_PROXY=1) says so in X-Forwarded-Proto. Undefined
+ * without a usable Host.
  */
-export function ownOrigin(req: IncomingMessage, publicUrl: string | undefined): string | undefined {
-  if (publicUrl) return new URL(publicUrl).origin
+export function ownOrigin(req: IncomingMessage, reached: Reached): string | undefined {
+  if (reached.publicUrl) return new URL(reached.publicUrl).origin
   const host = req.headers.host
   if (!host) return undefined
-  const scheme = first(req.headers['x-forwarded-proto']) === 'https' ? 'https' : 'http'
+  const scheme = forwardedHttps(req, reached.trustProxy) ? 'https' : 'http'
   try {
     return new URL(`${scheme}://${host}`).origin
   } catch {
@@ -43,7 +45,7 @@ function normalisedOrigin(origin: string): string {
  * request needs a preflight, which this service never grants. Scripts send neither
  * header, so they keep working; so do reads (GET, HEAD), which change nothing.
  */
-export function refuseCrossSite(req: IncomingMessage, publicUrl: string | undefined): void {
+export function refuseCrossSite(req: IncomingMessage, reached: Reached): void {
   const method = req.method ?? 'GET'
   if (SAFE_METHODS.has(method)) return
 
@@ -56,12 +58,12 @@ export function refuseCrossSite(req: IncomingMessage, publicUrl: string | undefi
   }
   const origin = first(req.headers.origin)
   if (origin !== undefined) {
-    const own = ownOrigin(req, publicUrl)
+    const own = ownOrigin(req, reached)
     if (own === undefined || normalisedOrigin(origin) !== own) {
       throw new ApiError(
         403,
         `Refused a request from origin ${origin}: the app API only takes requests from ${own ?? "this service's own origin"}` +
-          (publicUrl ? '' : ' (behind a proxy, set PUBLIC_URL to the address people use)'),
+          (reached.publicUrl ? '' : ' (behind a proxy, set PUBLIC_URL to the address people use)'),
       )
     }
   }

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { ApiError } from '../errors.ts'
+import type { Logger } from './log.ts'
 import { preparedText } from './prepared-json.ts'
 import { asApiError, UNAVAILABLE_RETRY_SECONDS } from './unavailable.ts'
 
@@ -61,7 +62,7 @@ export function sendEmpty(res: ServerResponse, status = 204, headers: Record<str
   res.end()
 }
 
-export type Logger = Pick<Console, 'error' | 'info'>
+export type { Logger } from './log.ts'
 
 /** The body of an ApiError's answer. */
 export const errorBody = (error: ApiError) => ({ error: error.message, ...error.extra })

@@ -26,6 +26,8 @@ export interface RegisteredRoute {
 export interface Match {
   handler: RouteHandler
   params: Params
+  /** The registered pattern (`/api/app/orgs/:orgId/...`): what logs and metrics name. */
+  path: string
 }
 
 /** Method + path routing with `:name` segments; knows which methods a path allows (405). */
@@ -46,16 +48,18 @@ export class Router {
     return this.routes.map(({ method, path, doc }) => ({ method, path, doc }))
   }
 
-  match(method: string, pathname: string): Match | { allowed: string[] } | undefined {
+  match(method: string, pathname: string): Match | { allowed: string[]; path: string } | undefined {
     const parts = pathname.split('/').filter(Boolean)
     const allowed: string[] = []
+    let path = ''
     for (const route of this.routes) {
       const params = matchParts(route.parts, parts)
       if (!params) continue
-      if (route.method === method) return { handler: route.handler, params }
+      if (route.method === method) return { handler: route.handler, params, path: route.path }
       allowed.push(route.method)
+      path ||= route.path
     }
-    return allowed.length > 0 ? { allowed } : undefined
+    return allowed.length > 0 ? { allowed, path } : undefined
   }
 }
 

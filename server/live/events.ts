@@ -21,6 +21,8 @@ export interface DomainEvent {
 export interface StagedEvents {
   rows: { id: string; type: WebhookEventType; payload: string }[]
   createdAt: Date
+  /** The X-Request-Id of the request that raised them, stored with each. */
+  requestId?: string | undefined
 }
 
 /** Stores writes' events in the outbox, inside their transaction; the webhooks module provides it. */
@@ -29,9 +31,18 @@ export interface EventSink {
    * The events as parameters for the write's one record statement, or undefined when they
    * are too many to ship whole (most organisations subscribe to nothing): then `store`.
    */
-  stage(origin: WriteOrigin, events: readonly DomainEvent[]): StagedEvents | undefined
+  stage(
+    origin: WriteOrigin,
+    events: readonly DomainEvent[],
+    requestId: string | undefined,
+  ): StagedEvents | undefined
   /** Stores the events with statements of their own on `tx`, settled before it resolves. */
-  store(tx: Queryable, origin: WriteOrigin, events: readonly DomainEvent[]): Promise<void>
+  store(
+    tx: Queryable,
+    origin: WriteOrigin,
+    events: readonly DomainEvent[],
+    requestId: string | undefined,
+  ): Promise<void>
   /** Told the ids of deliveries a record statement queued (once they committed). */
   stored(deliveryIds: readonly string[]): void
 }

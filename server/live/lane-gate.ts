@@ -10,6 +10,16 @@ export class LaneGate {
   private readonly queue: { kind: 'write' | 'read'; go: () => void }[] = []
   private readonly urgentQueue: (() => void)[] = []
 
+  /** Work waiting to pass the gate: writes, reads, people's sync messages (metrics). */
+  get waiting(): number {
+    return this.queue.length + this.urgentQueue.length
+  }
+
+  /** Writes whose updates are held in the documents until their commit (metrics). */
+  get holding(): number {
+    return this.dirty
+  }
+
   /** Resolves when this write may compute; call `computed` when it has. */
   write(): Promise<void> {
     return new Promise((go) => {

@@ -5,6 +5,8 @@ import { isConnectionError, StorageUnavailable } from '../../persistence/availab
 import type { Db, Queryable, Transaction } from '../../persistence/types.ts'
 import { ApiError } from '../errors.ts'
 import type { Logger } from '../http/json.ts'
+import { currentRequest } from '../http/request-context.ts'
+import type { Metrics } from '../metrics/metrics.ts'
 import type { Compaction } from './compaction.ts'
 import { type DocEntry, type DocRegistry, gone } from './doc-registry.ts'
 import type { EventSink } from './events.ts'
@@ -31,6 +33,7 @@ export interface LaneServices {
   log: Logger
   /** Where writes' events go (the webhooks module); without it events are dropped. */
   eventSink(): EventSink | undefined
+  metrics?: Metrics | undefined
 }
 
 /** One write in flight in its lane, from the gate to its commit. */
@@ -52,6 +55,8 @@ interface LaneWrite {
   peopleSettled: boolean
   /** Its place in a batch, when it joined one. */
   member: BatchMember | undefined
+  /** When it sent the commit statement of its batch, or its own (performance.now()). */
+  commitAt: number | undefined
 }
 
 /** How long people's edits wait to be stored together when no write comes to take them. */
@@ -172,6 +177,7 @@ export class OrgLane {
         await this.store(tx, write, scope)
         return value
       })
+      this.observeCommit(write, 'committed')
       await this.stored(write)
       write.settle(true)
       this.clean(write.docs, write.generation)
@@ -203,6 +209,7 @@ export class OrgLane {
       people: undefined,
       peopleSettled: false,
       member: undefined,
+      commitAt: undefined,
     }
     return write
   }
@@ -249,7 +256,9 @@ export class OrgLane {
     const { origin } = write
     const sink = this.services.eventSink()
     const { events } = scope
-    const staged = events.length > 0 ? sink?.stage(origin, events) : undefined
+    // The request that raised the events is named with them (docs/operations.md, "Logs").
+    const requestId = currentRequest()?.id
+    const staged = events.length > 0 ? sink?.stage(origin, events, requestId) : undefined
     const record: WriteRecord = {
       updates: mergedByDoc(heldUpdates(write.marker)),
       keyId: origin.type === 'agent' ? origin.keyId : undefined,
@@ -269,7 +278,8 @@ export class OrgLane {
       this.batch = undefined
       this.computed(write)
       await this.earlierCommitted(write)
-      if (storeEvents) await sink.store(tx, origin, events)
+      if (storeEvents) await sink.store(tx, origin, events, requestId)
+      this.sendingCommit(write, 1)
       // Not awaited: it leaves in one write with the COMMIT, and a failure (CB401 for a
       // revoked key, CB409 for a taken-over Idempotency-Key) surfaces from the commit
       // (TrackedTx.settle).
@@ -302,6 +312,7 @@ export class OrgLane {
       if (this.batch === batch) this.batch = undefined
     }
     // Not awaited: the transaction's only statement, it leaves alone (no BEGIN, COMMIT).
+    this.sendingCommit(write, batch.members.length)
     batch.recorded = recordWrites(
       lastStatement(tx),
       { orgId: this.orgId, allOrNothing: false },
@@ -350,6 +361,7 @@ export class OrgLane {
    * (evicted, reloaded from storage). Returns what to throw.
    */
   private async failed(write: LaneWrite, error: unknown): Promise<unknown> {
+    this.observeCommit(write, 'failed')
     this.computed(write)
     if (write.member?.opener) write.member.batch.fail(error)
     this.settlePeople(write, false)
@@ -370,6 +382,20 @@ export class OrgLane {
     if (!refused && !(error instanceof ApiError))
       this.services.log.error(`a write of ${this.orgId} failed`, error)
     return refused ?? error
+  }
+
+  /** The write sends the commit statement of `writes` writes (metrics). */
+  private sendingCommit(write: LaneWrite, writes: number): void {
+    write.commitAt = performance.now()
+    this.services.metrics?.laneBatchSize.observe(writes)
+  }
+
+  /** Its commit, if it sent one, is over (metrics). */
+  private observeCommit(write: LaneWrite, outcome: 'committed' | 'failed'): void {
+    if (write.commitAt === undefined) return
+    const seconds = (performance.now() - write.commitAt) / 1000
+    write.commitAt = undefined
+    this.services.metrics?.laneCommit.observe({ outcome }, seconds)
   }
 
   /** A successful write's held updates are out: its documents are clean of it. */
@@ -401,6 +427,7 @@ export class OrgLane {
       const names = [...this.dirty.keys()]
       this.dirty = new Map()
       this.services.registry.evict(names)
+      this.services.metrics?.laneRecoveries.inc()
     } finally {
       done()
     }
@@ -420,10 +447,11 @@ export class OrgLane {
     ]
     let stored = false
     for (const r of people.reports) {
-      const staged = r.events.length > 0 ? sink?.stage(r.origin, r.events) : undefined
+      // People's live edits were raised by no request (whichever write stores them).
+      const staged = r.events.length > 0 ? sink?.stage(r.origin, r.events, undefined) : undefined
       if (r.events.length > 0 && sink && !staged) {
         stored = true
-        await sink.store(tx, r.origin, r.events)
+        await sink.store(tx, r.origin, r.events, undefined)
       }
       records.push({
         updates: [],

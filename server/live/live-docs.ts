@@ -15,6 +15,7 @@ import { boardDocName } from '../../shared/board-doc.ts'
 import { orgIdOf, parseDocName } from '../../shared/doc-names.ts'
 import { CLOSE, encodeNotice } from '../../shared/live-protocol.ts'
 import type { Logger } from '../http/json.ts'
+import type { Metrics } from '../metrics/metrics.ts'
 import { Compaction } from './compaction.ts'
 import { type CloseTarget, ConnectionControl, type Notice } from './connection-control.ts'
 import { loadInto, replay } from './doc-store.ts'
@@ -68,6 +69,9 @@ export class LiveDocs {
   private readonly shared: GatedRedis | undefined
   /** Where writes' events go; set by the webhooks module. Without it events are dropped. */
   eventSink: EventSink | undefined
+  private readonly metrics: Metrics | undefined
+  /** Each loaded document's stored size (rows loaded plus updates since), for the metrics. */
+  private readonly storedBytes = new Map<string, number>()
 
   constructor(options: {
     db: Db
@@ -78,9 +82,11 @@ export class LiveDocs {
     reviewer?: (host: ReviewHost) => EditReviewer
     /** With Redis, several server processes share live documents (each change is published). */
     redis?: { url: string; prefix: string } | undefined
+    metrics?: Metrics | undefined
   }) {
     this.db = options.db
     this.log = options.log
+    this.metrics = options.metrics
     this.compaction = new Compaction(this.db, this.log)
     const extension: Extension = {
       onAuthenticate: async ({ token, documentName }: onAuthenticatePayload) => {
@@ -97,6 +103,15 @@ export class LiveDocs {
         // People's edits not yet stored (a reload after an eviction): already reviewed.
         replay(document, this.lane(ref.orgId).people.updatesOf(documentName), RESTORE_ORIGIN)
         this.compaction.loaded(documentName, loaded.rows)
+        // Its stored size: the rows it loaded from, then every update applied since.
+        this.storedBytes.set(
+          documentName,
+          loaded.rows.reduce((sum, r) => sum + r.bytes, 0),
+        )
+        document.on('update', (update: Uint8Array) => {
+          const bytes = this.storedBytes.get(documentName)
+          if (bytes !== undefined) this.storedBytes.set(documentName, bytes + update.length)
+        })
         this.reviewer?.watch(document)
       },
       afterLoadDocument: async ({ documentName }) => {
@@ -109,6 +124,7 @@ export class LiveDocs {
         this.boards.delete(documentName)
         if (board) this.registry.release(board)
         this.compaction.forget(documentName)
+        this.storedBytes.delete(documentName)
         this.dropIdleLane(orgIdOf(documentName))
       },
       beforeHandleMessage: async ({ connection, update, document }) => {
@@ -138,6 +154,7 @@ export class LiveDocs {
           prefix,
         },
         (name) => this.lane(orgIdOf(name)).gate.read(),
+        options.metrics && ((seconds) => options.metrics?.redisPublish.observe(seconds)),
       )
       extensions.push(this.shared)
     }
@@ -159,6 +176,7 @@ export class LiveDocs {
         },
       }),
       log: this.log,
+      ...(options.metrics ? { observe: peopleCounters(options.metrics) } : {}),
       loaded: (docName) => this.registry.loaded(docName),
       write: (docName, origin, fn, opens) => this.write(docName, origin, fn, opens),
     })
@@ -180,6 +198,7 @@ export class LiveDocs {
         compaction: this.compaction,
         log: this.log,
         eventSink: () => this.eventSink,
+        metrics: this.metrics,
       })
       this.lanes.set(orgId, lane)
     }
@@ -319,6 +338,26 @@ export class LiveDocs {
     }
   }
 
+  /** What the metrics gauges read: documents in memory by kind, and the lanes' backlog. */
+  stats() {
+    const documents = new Map<string, { count: number; bytes: number }>()
+    for (const name of this.hocuspocus.documents.keys()) {
+      const kind = parseDocName(name)?.kind
+      if (!kind) continue
+      const d = documents.get(kind) ?? { count: 0, bytes: 0 }
+      d.count += 1
+      d.bytes += this.storedBytes.get(name) ?? 0
+      documents.set(kind, d)
+    }
+    const lanes = { waiting: 0, uncommitted: 0, peoplePending: 0 }
+    for (const lane of this.lanes.values()) {
+      lanes.waiting += lane.gate.waiting
+      lanes.uncommitted += lane.gate.holding
+      lanes.peoplePending += lane.people.size
+    }
+    return { documents, lanes }
+  }
+
   /** Whether Redis answers (readiness); undefined when documents are not shared through Redis. */
   redisAnswers(): Promise<boolean | undefined> {
     return this.control.ping()
@@ -340,6 +379,13 @@ export class LiveDocs {
     await this.control.stop()
     // Lets extensions release what they hold (the Redis extension's connections).
     await this.hocuspocus.hooks('onDestroy', { instance: this.hocuspocus })
+  }
+}
+
+function peopleCounters(metrics: Metrics): NonNullable<ReviewHost['observe']> {
+  return {
+    reviewed: (kind) => metrics.peopleReviewed.inc({ kind }),
+    reverted: (kind) => metrics.peopleReverted.inc({ kind }),
   }
 }
 

@@ -24,8 +24,25 @@ interface Queued {
  * and no dirty reads"; test/live/shared-board-load.test.ts).
  */
 export class GatedRedis extends Redis {
-  constructor(configuration: ConstructorParameters<typeof Redis>[0], gate: Gate) {
+  constructor(
+    configuration: ConstructorParameters<typeof Redis>[0],
+    gate: Gate,
+    /** Told how long each publish took Redis to acknowledge (metrics). */
+    published?: (seconds: number) => void,
+  ) {
     super(configuration)
+    if (published) {
+      const publish = this.pub.publish.bind(this.pub) as (...args: unknown[]) => Promise<number>
+      this.pub.publish = ((...args: unknown[]) => {
+        const sent = performance.now()
+        const acked = publish(...args)
+        void acked.then(
+          () => published((performance.now() - sent) / 1000),
+          () => {},
+        )
+        return acked
+      }) as typeof this.pub.publish
+    }
     const [handle] = this.sub.listeners('messageBuffer') as ((
       channel: Buffer,
       data: Buffer,

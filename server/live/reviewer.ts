@@ -27,6 +27,11 @@ export interface ReviewHost {
     addReport(report: PeopleReport): void
   }
   log: Logger
+  /** Counts people's edits reviewed and those with something reverted, by document kind. */
+  observe?: {
+    reviewed(kind: 'board' | 'card' | 'map'): void
+    reverted(kind: 'board' | 'card' | 'map'): void
+  }
   /** The loaded document of this name, if this process has it in memory. */
   loaded(docName: string): Document | undefined
   /** A server write through the organisation's lane (LiveDocs.write). */

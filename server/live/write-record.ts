@@ -78,7 +78,7 @@ export function recordsNothing(r: WriteRecord): boolean {
 const RECORD = `select stored, refused, delivery_id from record_writes(
   $1::uuid, $2::boolean, $3::uuid[], $4::uuid[], $5::text[], $6::uuid[], $7::text[],
   $8::integer[], $9::text[], $10::text[], $11::integer[], $12::text[], $13::uuid[], $14::text,
-  $15::integer[], $16::uuid[], $17::text[], $18::text[], $19::timestamptz[])`
+  $15::integer[], $16::uuid[], $17::text[], $18::text[], $19::timestamptz[], $20::text[])`
 
 /**
  * Why record_writes refused a record: its agent key is revoked, or a retry took its
@@ -140,7 +140,7 @@ const base64 = (u: Uint8Array) => Buffer.from(u.buffer, u.byteOffset, u.length).
 
 /**
  * Stores the records of writes to one organisation's documents, in order, in one
- * statement (persistence/migrations/015_idempotent_record_writes.sql). Records are stored
+ * statement (persistence/migrations/017_event_request_ids.sql). Records are stored
  * up to the first refused: its agent key revoked, or its Idempotency-Key taken over. With
  * `allOrNothing` that raises instead (CB401, see revokedKeyError; CB409, see
  * IdempotencyTakenOver), failing the transaction. On its own, outside a transaction, the
@@ -175,7 +175,8 @@ export async function recordWrites(
     types: string[]
     payloads: string[]
     times: string[]
-  } = { writes: [], ids: [], types: [], payloads: [], times: [] }
+    requestIds: (string | null)[]
+  } = { writes: [], ids: [], types: [], payloads: [], times: [], requestIds: [] }
   for (const [i, r] of records.entries()) {
     const w = i + 1
     keys.push(r.keyId ?? null)
@@ -202,6 +203,7 @@ export async function recordWrites(
       events.types.push(e.type)
       events.payloads.push(e.payload)
       events.times.push(at as string)
+      events.requestIds.push(r.events?.requestId ?? null)
     }
   }
   const rows = await q.query<{
@@ -228,6 +230,7 @@ export async function recordWrites(
     events.types,
     events.payloads,
     events.times,
+    events.requestIds,
   ])
   return {
     stored: rows[0]?.stored ?? 0,

@@ -89,6 +89,7 @@ export class PeopleEdits implements EditReviewer {
    */
   private onPersonEdit<G extends { remember(tr: Y.Transaction): void }>(
     document: Document,
+    kind: DocRef['kind'],
     guardOf: () => G | undefined,
     handle: (guard: G, tr: Y.Transaction, origin: ConnectionOrigin) => void,
   ): void {
@@ -98,16 +99,17 @@ export class PeopleEdits implements EditReviewer {
         guardOf()?.remember(tr)
         return
       }
+      this.host.observe?.reviewed(kind)
       handle(unguarded(guardOf()), tr, origin)
     })
   }
 
   private watchBoard(document: Document, orgId: string, lane: () => Pending): void {
     const guardOf = this.lazyGuard(document, () => new BoardGuard(document))
-    this.onPersonEdit(document, guardOf, (guard, tr, origin) => {
+    this.onPersonEdit(document, 'board', guardOf, (guard, tr, origin) => {
       const context = origin.connection.context as ConnectionContext
       const report = guard.review(tr, { email: context.email, keyId: context.keyId })
-      tell(origin.connection, report.reverts)
+      this.tell('board', origin.connection, report.reverts)
       if (report.changes.length > 0 || report.events.length > 0 || report.ops.length > 0) {
         const changedCards = report.changes.filter((c) => c.kind === 'task').map((c) => c.entityId)
         lane().addReport({
@@ -126,10 +128,10 @@ export class PeopleEdits implements EditReviewer {
     lane: () => Pending,
   ): void {
     const guardOf = this.lazyGuard(document, () => new CardGuard(document, ref.taskId))
-    this.onPersonEdit(document, guardOf, (guard, tr, origin) => {
+    this.onPersonEdit(document, 'card', guardOf, (guard, tr, origin) => {
       const context = origin.connection.context as ConnectionContext
       const report = guard.review(tr, { email: context.email, keyId: context.keyId })
-      tell(origin.connection, report.reverts)
+      this.tell('card', origin.connection, report.reverts)
       const ops: RowOp[] = [...report.ops]
       if (report.statsChanged) {
         const stats = statsOf(document)
@@ -191,15 +193,25 @@ export class PeopleEdits implements EditReviewer {
       .catch((error: unknown) => this.host.log.error(`repairing stats of ${taskId} failed`, error))
   }
 
+  /** Tells the person what of their edit was undone (counted for the metrics). */
+  private tell(
+    kind: DocRef['kind'],
+    connection: { sendStateless(payload: string): void },
+    reverts: Revert[],
+  ): void {
+    if (reverts.length > 0) this.host.observe?.reverted(kind)
+    tell(connection, reverts)
+  }
+
   private watchMap(
     document: Document,
     ref: Extract<DocRef, { kind: 'map' }>,
     lane: () => Pending,
   ): void {
     const guardOf = this.lazyGuard(document, () => new MapGuard(document))
-    this.onPersonEdit(document, guardOf, (guard, tr, origin) => {
+    this.onPersonEdit(document, 'map', guardOf, (guard, tr, origin) => {
       const report = guard.review(tr)
-      tell(origin.connection, report.reverts)
+      this.tell('map', origin.connection, report.reverts)
       if (!report.touched) return
       const context = origin.connection.context as ConnectionContext
       lane().addReport({

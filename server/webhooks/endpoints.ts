@@ -46,6 +46,11 @@ export interface DeliveryView {
   finishedAt: string | null
   lastStatusCode: number | null
   lastError: string | null
+  /**
+   * The X-Request-Id of the request that raised the event (the agent's or app's call, or
+   * the test ping's); null for events of people's live edits. Its log lines carry it too.
+   */
+  requestId: string | null
 }
 
 export interface AttemptView {
@@ -102,6 +107,7 @@ type DeliveryRow = {
   finished_at: Date | null
   last_status_code: number | null
   last_error: string | null
+  request_id: string | null
 }
 
 function deliveryView(r: DeliveryRow): DeliveryView {
@@ -117,11 +123,12 @@ function deliveryView(r: DeliveryRow): DeliveryView {
     finishedAt: iso(r.finished_at),
     lastStatusCode: r.last_status_code,
     lastError: r.last_error,
+    requestId: r.request_id,
   }
 }
 
 const DELIVERY_COLUMNS = `d.id, d.webhook_id, d.event_id, e.type, d.status, d.attempts, d.created_at,
-  d.last_attempt_at, d.next_attempt_at, d.finished_at, d.last_status_code, d.last_error`
+  d.last_attempt_at, d.next_attempt_at, d.finished_at, d.last_status_code, d.last_error, e.request_id`
 
 /** Registers an endpoint; its secret is returned here and never again. At most 20 per organisation. */
 export async function createWebhook(

@@ -111,13 +111,22 @@ export function outboxSink(options: {
     })
   }
 
-  const stage = (origin: WriteOrigin, events: readonly DomainEvent[]) => {
+  const stage = (
+    origin: WriteOrigin,
+    events: readonly DomainEvent[],
+    requestId: string | undefined,
+  ) => {
     if (events.length > STAGED_EVENTS) return undefined
     const createdAt = new Date(options.clock.now())
-    return { rows: payloads(origin, events, createdAt), createdAt }
+    return { rows: payloads(origin, events, createdAt), createdAt, requestId }
   }
 
-  const store = async (tx: Queryable, origin: WriteOrigin, events: readonly DomainEvent[]) => {
+  const store = async (
+    tx: Queryable,
+    origin: WriteOrigin,
+    events: readonly DomainEvent[],
+    requestId: string | undefined,
+  ) => {
     if (events.length === 0) return
     const hooks = await tx.query<{ id: string; events: string[] }>(
       'select id, events from webhooks where org_id = $1 and enabled',
@@ -129,15 +138,15 @@ export function outboxSink(options: {
     const eventRows: unknown[][] = []
     const deliveryRows: unknown[][] = []
     for (const e of payloads(origin, subscribed, createdAt)) {
-      eventRows.push([e.id, origin.orgId, e.type, e.payload, createdAt])
+      eventRows.push([e.id, origin.orgId, e.type, e.payload, createdAt, requestId ?? null])
       for (const hook of hooks.filter((h) => h.events.includes(e.type))) {
         deliveryRows.push([randomUUID(), hook.id, e.id, origin.orgId, createdAt, createdAt])
       }
     }
     await insertChunked(
       tx,
-      'insert into webhook_events (id, org_id, type, payload, created_at)',
-      5,
+      'insert into webhook_events (id, org_id, type, payload, created_at, request_id)',
+      6,
       eventRows,
     )
     await insertChunked(

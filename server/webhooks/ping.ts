@@ -7,6 +7,7 @@ import {
   type WebhookTestResult,
 } from '../../shared/schemas/webhooks.ts'
 import type { Clock } from '../clock.ts'
+import { currentRequest } from '../http/request-context.ts'
 import { Sender } from './sender.ts'
 import { signatureHeaders, validSecrets } from './signature.ts'
 
@@ -79,8 +80,9 @@ export async function pingWebhook(
     ])
     if (!still) return
     await tx.query(
-      'insert into webhook_events (id, org_id, type, payload, created_at) values ($1, $2, $3, $4, $5)',
-      [eventId, input.orgId, WEBHOOK_PING, payload, createdAt],
+      `insert into webhook_events (id, org_id, type, payload, created_at, request_id)
+       values ($1, $2, $3, $4, $5, $6)`,
+      [eventId, input.orgId, WEBHOOK_PING, payload, createdAt, currentRequest()?.id ?? null],
     )
     await tx.query(
       `insert into webhook_deliveries (id, webhook_id, event_id, org_id, status, attempts,

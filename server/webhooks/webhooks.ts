@@ -3,6 +3,7 @@ import { type Clock, systemClock } from '../clock.ts'
 import type { Config } from '../config.ts'
 import type { Logger } from '../http/json.ts'
 import type { EventSink } from '../live/events.ts'
+import type { Metrics } from '../metrics/metrics.ts'
 import { outboxSink } from './outbox.ts'
 import { DEFAULT_TIMING, type DeliveryTiming } from './timing.ts'
 import { DeliveryWorker, type WorkerHooks } from './worker.ts'
@@ -26,7 +27,10 @@ export class Webhooks {
   /** How long a receiver has to answer. */
   readonly timeoutMs: number
 
-  constructor(deps: { db: Db; log: Logger; config: Config }, options: WebhookOptions = {}) {
+  constructor(
+    deps: { db: Db; log: Logger; config: Config; metrics?: Metrics | undefined },
+    options: WebhookOptions = {},
+  ) {
     const clock = options.clock ?? systemClock
     this.clock = clock
     this.timeoutMs = options.timing?.timeoutMs ?? DEFAULT_TIMING.timeoutMs
@@ -42,6 +46,7 @@ export class Webhooks {
         ...options.timing,
       },
       ...(options.hooks ? { hooks: options.hooks } : {}),
+      metrics: deps.metrics,
     })
     this.sink = outboxSink({ clock, enqueued: (ids) => this.worker.nudge(ids) })
   }

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { Db } from '../../persistence/types.ts'
 import { type Clock, systemClock } from '../clock.ts'
 import type { Logger } from '../http/json.ts'
+import type { Metrics } from '../metrics/metrics.ts'
 import { Sender, type SendResult } from './sender.ts'
 import { signatureHeaders, validSecrets } from './signature.ts'
 import { DEFAULT_TIMING, type DeliveryTiming, retryDelay } from './timing.ts'
@@ -23,10 +24,16 @@ export interface WorkerOptions {
   clock?: Clock
   timing?: Partial<DeliveryTiming>
   hooks?: WorkerHooks
+  metrics?: Metrics | undefined
 }
 
 type Claimed = {
   id: string
+  webhook_id: string
+  event_id: string
+  /** When the event was raised, and the X-Request-Id of the request that raised it. */
+  event_created_at: Date
+  request_id: string | null
   attempts: number
   url: string
   secret: string
@@ -34,6 +41,9 @@ type Claimed = {
   previous_secret: string | null
   payload: string
 }
+
+/** What became of an attempt: delivered, to be tried again, or the last one failed. */
+type Outcome = 'delivered' | 'retry' | 'failed'
 
 /** After a nudge, how long to keep looking for rows whose transaction has not committed yet. */
 const EXPECT_MS = 2_000
@@ -58,6 +68,7 @@ export class DeliveryWorker {
   private readonly log: Logger
   private readonly clock: Clock
   private readonly hooks: WorkerHooks
+  private readonly metrics: Metrics | undefined
   private readonly sender: Sender
   private readonly inflight = new Set<Promise<void>>()
   /** Delivery ids this process just enqueued (→ deadline): look again soon, not at the next poll. */
@@ -87,6 +98,7 @@ export class DeliveryWorker {
     this.clock = options.clock ?? systemClock
     this.timing = { ...DEFAULT_TIMING, ...options.timing }
     this.hooks = options.hooks ?? {}
+    this.metrics = options.metrics
     if (this.timing.leaseMs <= this.timing.timeoutMs) {
       throw new Error('the delivery lease must be longer than the reply timeout')
     }
@@ -212,7 +224,8 @@ export class DeliveryWorker {
          from due where d.id = due.id
          returning d.id, d.webhook_id, d.event_id, d.attempts
        )
-       select c.id, c.attempts, w.url, w.secret,
+       select c.id, c.webhook_id, c.event_id, e.created_at as event_created_at, e.request_id,
+         c.attempts, w.url, w.secret,
          case when w.previous_secret_expires_at > $1 then w.previous_secret end as previous_secret,
          e.payload
        from claimed c
@@ -232,7 +245,8 @@ export class DeliveryWorker {
     )
     try {
       await this.hooks.afterSend?.(c.id, c.attempts)
-      await this.record(c, result, startedAt)
+      const outcome = await this.record(c, result, startedAt)
+      this.recorded(c, result, outcome)
     } catch (error) {
       this.log.error(
         `recording webhook delivery ${c.id} failed; it will be sent again after its lease`,
@@ -242,11 +256,33 @@ export class DeliveryWorker {
   }
 
   /**
+   * One line per recorded attempt, naming the request that raised the event (its
+   * X-Request-Id), and the delivery metrics.
+   */
+  private recorded(c: Claimed, r: SendResult, outcome: Outcome): void {
+    this.metrics?.webhookDeliveries.inc({ outcome })
+    if (outcome === 'delivered') {
+      const lag = (this.clock.now() - new Date(c.event_created_at).getTime()) / 1000
+      this.metrics?.webhookLag.observe(Math.max(0, lag))
+    }
+    this.log.info(`webhook delivery ${outcome}`, {
+      requestId: c.request_id,
+      deliveryId: c.id,
+      eventId: c.event_id,
+      webhookId: c.webhook_id,
+      attempt: c.attempts,
+      statusCode: r.statusCode,
+      durationMs: r.durationMs,
+      ...(r.error ? { error: r.error } : {}),
+    })
+  }
+
+  /**
    * Records an attempt's outcome, fenced on this worker's claim. Success and a scheduled
    * retry are one statement each (the common paths: one round trip); the last failure of
    * an event also counts against the endpoint, and may switch it off, in one transaction.
    */
-  private async record(c: Claimed, r: SendResult, startedAt: Date): Promise<void> {
+  private async record(c: Claimed, r: SendResult, startedAt: Date): Promise<Outcome> {
     const now = this.clock.now()
     const at = new Date(now)
     // $1..$3 fence the claim; $4..$8 describe the attempt; $9 is the outcome's time.
@@ -266,7 +302,10 @@ export class DeliveryWorker {
       r.ok,
       time,
     ]
-    if (r.ok) return this.recordSuccess(c, r, startedAt)
+    if (r.ok) {
+      await this.recordSuccess(c, r, startedAt)
+      return 'delivered'
+    }
     const wait = retryDelay(this.timing, c.attempts)
     if (wait !== undefined) {
       await this.db.query(
@@ -278,7 +317,7 @@ export class DeliveryWorker {
          select count(*)::int as n from retry`,
         params(new Date(now + wait)),
       )
-      return
+      return 'retry'
     }
     await this.db.transaction(async (tx) => {
       const [failed] = await tx.query<{ webhook_id: string }>(
@@ -310,6 +349,7 @@ export class DeliveryWorker {
       )
       this.log.info(`webhook ${failed.webhook_id}: ${reason}`)
     })
+    return 'failed'
   }
 
   /**
@@ -368,6 +408,29 @@ export class DeliveryWorker {
       }
     }
     this.recordingSuccesses = false
+  }
+
+  /**
+   * The outbox as the metrics show it: deliveries pending, those due now and not taken by
+   * a worker (a taken one's next attempt is its lease's end), and how long the oldest due
+   * one has waited. One index scan (webhook_deliveries_due).
+   */
+  async outboxState(): Promise<{ pending: number; due: number; oldestDueSeconds: number }> {
+    const now = new Date(this.clock.now())
+    const [row] = await this.db.query<{ pending: number; due: number; oldest: Date | null }>(
+      `select count(*)::int as pending,
+              count(*) filter (where next_attempt_at <= $1)::int as due,
+              min(next_attempt_at) as oldest
+         from webhook_deliveries where status = 'pending'`,
+      [now],
+    )
+    const oldest = row?.oldest ? new Date(row.oldest).getTime() : undefined
+    return {
+      pending: row?.pending ?? 0,
+      due: row?.due ?? 0,
+      oldestDueSeconds:
+        oldest !== undefined && oldest <= now.getTime() ? (now.getTime() - oldest) / 1000 : 0,
+    }
   }
 
   /** Removes finished deliveries past retention, and events nobody still needs. */

@@ -173,7 +173,7 @@ export async function queueRun(log: (l: string) => void) {
     log(rate('claim_next throughput (every card exactly once)', queue.count, queue.ms))
   } catch (error) {
     // A failed call says little on its own: what the servers printed says why.
-    log(`process A: ${a.stderr().slice(-2000)}\nprocess B: ${b.stderr().slice(-2000)}`)
+    log(`process A: ${a.output().slice(-2000)}\nprocess B: ${b.output().slice(-2000)}`)
     throw error
   } finally {
     await a.stop()

@@ -29,6 +29,9 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
     host: '127.0.0.1',
     logLevel: 'error',
     scryptN: 1024,
+    // Tests sign everyone up from 127.0.0.1; the limits' own tests set them low.
+    signupsPerAddress: 1_000_000,
+    oauthRegistrationsPerAddress: 1_000_000,
     ...overrides,
   }
 }

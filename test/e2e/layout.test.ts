@@ -1,6 +1,15 @@
 import type { Page } from 'playwright-core'
 import { describe, expect, test } from 'vitest'
-import { column, openBoard, serverAndBrowser, signedInContext } from './support.ts'
+import {
+  card,
+  centerOf,
+  column,
+  dragTo,
+  joinedMember,
+  openBoard,
+  serverAndBrowser,
+  signedInContext,
+} from './support.ts'
 
 const LAPTOP = { width: 1280, height: 800 }
 const PHONE = { width: 390, height: 844 }
@@ -90,6 +99,114 @@ describe('the app fits a laptop and a phone', () => {
     await page.waitForTimeout(1_200)
     await page.getByRole('link', { name: 'Board' }).click()
     await page.getByTestId('toast-error').waitFor({ state: 'detached', timeout: 2_000 })
+    await context.close()
+  })
+
+  test('on a 390 px phone the member and API-key tables are stacked rows: every cell, Role included, shows whole inside its card under its column’s name, and nothing scrolls sideways', async () => {
+    const { context, page, person, orgId } = await signedInContext(
+      running.browser,
+      running.server.url,
+    )
+    await joinedMember(running.server.url, person, 'Maximiliana Featherstonehaugh-Oyelaran')
+    await person.createKey('deploy bot with a rather long descriptive name')
+    await page.setViewportSize(PHONE)
+    const tables = [
+      { section: 'members', id: 'members-table', labels: ['Person', 'Role', 'Joined'] },
+      {
+        section: 'keys',
+        id: 'api-keys-table',
+        labels: ['Name', 'Key', 'Created', 'By', 'Last used'],
+      },
+    ]
+    for (const { section, id, labels } of tables) {
+      await page.goto(`/o/${orgId}/settings/${section}`)
+      const table = page.getByTestId(id)
+      await table.locator('tbody tr').first().waitFor()
+      const laidOut = await table.evaluate((el) => {
+        const card = (el.closest('.settings-card') as HTMLElement).getBoundingClientRect()
+        const cells = [...el.querySelectorAll('tbody td')].map((td) => {
+          const box = td.getBoundingClientRect()
+          return {
+            label: getComputedStyle(td, '::before').content,
+            inside: box.left >= card.left - 0.5 && box.right <= card.right + 0.5,
+            whole: td.scrollWidth <= td.clientWidth + 1,
+            width: box.width,
+          }
+        })
+        return { scrolls: el.scrollWidth > el.clientWidth + 1, cells }
+      })
+      expect({ section, scrolls: laidOut.scrolls }).toEqual({ section, scrolls: false })
+      for (const cell of laidOut.cells) {
+        expect({ section, ...cell }).toMatchObject({ section, inside: true, whole: true })
+      }
+      const shownLabels = new Set(laidOut.cells.map((c) => c.label.replace(/^"|"$/g, '')))
+      for (const label of labels) expect(shownLabels, `${section}: ${label}`).toContain(label)
+      expect(await pageOverflows(page)).toBe(false)
+    }
+    // The Role of each member is on screen, not scrolled away.
+    await page.goto(`/o/${orgId}/settings/members`)
+    const role = page.getByTestId('members-table').locator('td[data-label="Role"]').first()
+    const box = await role.boundingBox()
+    expect((box?.x ?? 0) + (box?.width ?? 0)).toBeLessThanOrEqual(PHONE.width)
+    expect(await role.isVisible()).toBe(true)
+    await context.close()
+  })
+
+  test('on a phone, a card panel’s long title wraps onto more lines, as on the board, and none of it is cut', async () => {
+    const { context, page, agent, orgId } = await signedInContext(
+      running.browser,
+      running.server.url,
+    )
+    const { columns } = await agent.ok('list_columns')
+    const title = 'Investigate flaky login test number 0'
+    const { task } = await agent.ok('create_task', { columnId: columns[0].id, title })
+    await page.setViewportSize(PHONE)
+    await page.goto(`/o/${orgId}/board?card=${task.id}`)
+    const field = page.locator('.panel-title')
+    await expect.poll(() => field.inputValue()).toBe(title)
+    const shown = await field.evaluate((el) => {
+      const box = el.getBoundingClientRect()
+      const line = Number.parseFloat(getComputedStyle(el).lineHeight)
+      return {
+        cutSideways: el.scrollWidth > el.clientWidth + 1,
+        cutBelow: el.scrollHeight > el.clientHeight + 1,
+        lines: Math.round((el.clientHeight - 8) / line),
+        right: box.right,
+      }
+    })
+    expect(shown).toMatchObject({ cutSideways: false, cutBelow: false })
+    expect(shown.lines).toBeGreaterThanOrEqual(2)
+    expect(shown.right).toBeLessThanOrEqual(PHONE.width)
+    await context.close()
+  })
+
+  test('a refusal shown just before leaving the board stays with the board: Settings opens without it', async () => {
+    const { context, page, agent, orgId } = await signedInContext(
+      running.browser,
+      running.server.url,
+    )
+    await page.setViewportSize(LAPTOP)
+    await openBoard(page, orgId)
+    const { columns } = await agent.ok('list_columns')
+    const { task } = await agent.ok('create_task', { columnId: columns[0].id, title: 'Held card' })
+    await agent.ok('claim_task', { taskId: task.id, agentName: 'Zed' })
+    await card(page, 'Held card').locator('.claim-live').waitFor()
+    const from = await centerOf(card(page, 'Held card'))
+    const to = await centerOf(column(page, 'Ready').locator('.card-list'))
+    await dragTo(page, from, to)
+    await page.getByTestId('toast-error').waitFor()
+    // Straight away, as a person who moves on does.
+    await page.getByRole('link', { name: 'Settings' }).click()
+    await page.locator('.settings-card').first().waitFor()
+    expect(await page.getByTestId('toast-error').count()).toBe(0)
+    // A refusal raised on Settings stays on Settings.
+    await page.goto(`/o/${orgId}/settings/webhooks`)
+    await page.getByLabel('Receiving URL').fill('http://127.0.0.1:9/hooks')
+    await page.getByRole('button', { name: 'Register webhook' }).click()
+    await page.getByTestId('toast-error').waitFor()
+    await page.getByRole('link', { name: 'Members' }).click()
+    await page.getByTestId('members-table').waitFor()
+    expect(await page.getByTestId('toast-error').count()).toBe(0)
     await context.close()
   })
 })

@@ -23,21 +23,25 @@ const logIn = (url: string, email: string) =>
 /**
  * A cookie without `Secure` is also sent over plain HTTP, where anyone on the path reads
  * it. Behind a TLS proxy the service itself speaks plain HTTP, so it must learn that the
- * browser uses https from PUBLIC_URL or from X-Forwarded-Proto.
+ * browser uses https from PUBLIC_URL or, behind a proxy the operator declared
+ * (TRUST_PROXY=1), from X-Forwarded-Proto.
  */
 describe.each(STORAGES)(
   'the session and device cookies are Secure whenever the browser reaches the service over https (%s)',
   (kind) => {
     let https: TestServer
     let plain: TestServer
+    let proxied: TestServer
 
     beforeAll(async () => {
       https = await startServer(kind, { publicUrl: 'https://board.example.test' })
       plain = await startServer(kind)
+      proxied = await startServer(kind, { trustProxy: true })
     })
     afterAll(async () => {
       await https.close()
       await plain.close()
+      await proxied.close()
     })
 
     test('with an https PUBLIC_URL, sign-up and sign-in set Secure cookies (no X-Forwarded-Proto needed)', async () => {
@@ -60,9 +64,25 @@ describe.each(STORAGES)(
       expect(cleared).toMatch(/; Secure/)
     })
 
-    test('with X-Forwarded-Proto: https and no PUBLIC_URL, the cookies are Secure too', async () => {
-      const created = await signUp(plain.url, { 'x-forwarded-proto': 'https' })
+    test('behind a declared proxy (TRUST_PROXY=1), X-Forwarded-Proto: https with no PUBLIC_URL makes them Secure too', async () => {
+      const created = await signUp(proxied.url, { 'x-forwarded-proto': 'https' })
       expect(setCookie(created.headers, 'cb_session')).toMatch(/; Secure/)
+      expect(setCookie(created.headers, 'cb_device')).toMatch(/; Secure/)
+      const plainly = await signUp(proxied.url, { 'x-forwarded-proto': 'http' })
+      expect(setCookie(plainly.headers, 'cb_session')).not.toMatch(/Secure/)
+    })
+
+    test('without TRUST_PROXY, X-Forwarded-Proto is anyone’s header and is ignored: over plain http the cookies are not Secure', async () => {
+      const created = await signUp(plain.url, { 'x-forwarded-proto': 'https' })
+      expect(setCookie(created.headers, 'cb_session')).not.toMatch(/Secure/)
+      expect(setCookie(created.headers, 'cb_device')).not.toMatch(/Secure/)
+      const res = await send(plain.url, 'POST', '/api/app/logout', {
+        headers: {
+          cookie: setCookie(created.headers, 'cb_session')?.split(';')[0] ?? '',
+          'x-forwarded-proto': 'https',
+        },
+      })
+      expect(setCookie(res.headers, 'cb_session')).not.toMatch(/Secure/)
     })
 
     test('over plain http with no PUBLIC_URL (a local install), they are not, or the browser would drop them', async () => {

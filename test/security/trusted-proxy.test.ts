@@ -78,3 +78,87 @@ describe.each(STORAGES)(
     })
   },
 )
+
+/** The app's own origin as the cross-site check sees it: an Origin it accepts for a write. */
+async function acceptedOrigin(server: TestServer, person: Person, origin: string) {
+  const res = await send(server.url, 'POST', `/api/app/orgs/${person.orgId}/api-keys`, {
+    person,
+    headers: { 'content-type': 'application/json', origin, 'x-forwarded-proto': 'https' },
+    body: JSON.stringify({ name: `key for ${origin}` }),
+  })
+  return res.status === 201
+}
+
+describe.each(STORAGES)(
+  'X-Forwarded-Proto is believed only behind a declared proxy (TRUST_PROXY=1) (%s)',
+  (kind) => {
+    let trusting: TestServer
+    let direct: TestServer
+
+    beforeAll(async () => {
+      trusting = await startServer(kind, { trustProxy: true })
+      direct = await startServer(kind)
+    })
+    afterAll(async () => {
+      await trusting.close()
+      await direct.close()
+    })
+
+    test('the app’s own origin: https://<Host> behind the proxy, http://<Host> without TRUST_PROXY whatever the header says', async () => {
+      const behind = new Person(trusting.url)
+      await behind.signUp()
+      const host = new URL(trusting.url).host
+      expect(await acceptedOrigin(trusting, behind, `https://${host}`)).toBe(true)
+      expect(await acceptedOrigin(trusting, behind, `http://${host}`)).toBe(false)
+
+      const alone = new Person(direct.url)
+      await alone.signUp()
+      const directHost = new URL(direct.url).host
+      expect(await acceptedOrigin(direct, alone, `https://${directHost}`)).toBe(false)
+      expect(await acceptedOrigin(direct, alone, `http://${directHost}`)).toBe(true)
+    })
+
+    test('the OAuth issuer and the /mcp challenge follow the same rule', async () => {
+      const metadata = async (server: TestServer) =>
+        (
+          await send(server.url, 'GET', '/.well-known/oauth-authorization-server', {
+            headers: { 'x-forwarded-proto': 'https' },
+          })
+        ).body
+      expect((await metadata(trusting)).issuer).toBe(`https://${new URL(trusting.url).host}`)
+      expect((await metadata(direct)).issuer).toBe(`http://${new URL(direct.url).host}`)
+      const challenge = await send(direct.url, 'POST', '/mcp', {
+        headers: { 'x-forwarded-proto': 'https' },
+      })
+      expect(challenge.headers.get('www-authenticate')).toContain(
+        `resource_metadata="http://${new URL(direct.url).host}/`,
+      )
+    })
+
+    test('the cookies of an OAuth sign-in are Secure behind the proxy only', async () => {
+      const signIn = async (server: TestServer, scheme: string) => {
+        const person = new Person(server.url)
+        const { user } = await person.signUp()
+        return fetch(`${server.url}/oauth/sign-in`, {
+          method: 'POST',
+          redirect: 'manual',
+          headers: {
+            'content-type': 'application/x-www-form-urlencoded',
+            origin: `${scheme}://${new URL(server.url).host}`,
+            'x-forwarded-proto': 'https',
+          },
+          body: new URLSearchParams({
+            email: user.email,
+            password: 'correct horse battery',
+            return: '/oauth/authorize?client_id=x',
+          }).toString(),
+        })
+      }
+      const behind = await signIn(trusting, 'https')
+      const alone = await signIn(direct, 'http')
+      expect([behind.status, alone.status]).toEqual([303, 303])
+      expect(behind.headers.getSetCookie().join('\n')).toMatch(/cb_session=[^;]+;.*Secure/)
+      expect(alone.headers.getSetCookie().join('\n')).not.toMatch(/Secure/)
+    })
+  },
+)

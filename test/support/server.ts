@@ -23,6 +23,9 @@ export async function startServer(
     logLevel: 'error',
     // Cheap password hashing keeps sign-ups fast; the format and the code path are the same.
     scryptN: 1024,
+    // Every test signs its people up from 127.0.0.1; the limits' own tests set them low.
+    signupsPerAddress: 1_000_000,
+    oauthRegistrationsPerAddress: 1_000_000,
     ...overrides,
   }
   const app = await createApp(config, { ...options, db: storage.db })

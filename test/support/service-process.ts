@@ -5,6 +5,8 @@ export interface ServiceProcess {
   child: ChildProcess
   /** Everything the process wrote to stderr so far (a crash's stack, say). */
   stderr(): string
+  /** Everything it wrote, stdout (its JSON log lines) and stderr, in arrival order. */
+  output(): string
   /** SIGTERM, then waits for the exit. */
   stop(): Promise<void>
 }
@@ -22,13 +24,20 @@ export async function startProcess(env: Record<string, string>): Promise<Service
       HOST: '127.0.0.1',
       LOG_LEVEL: 'info',
       SCRYPT_N: '1024',
+      SIGNUPS_PER_ADDRESS: '1000000',
+      OAUTH_REGISTRATIONS_PER_ADDRESS: '1000000',
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let errors = ''
+  let output = ''
   child.stderr?.on('data', (chunk: Buffer) => {
     errors += chunk.toString()
+    output += chunk.toString()
+  })
+  child.stdout?.on('data', (chunk: Buffer) => {
+    output += chunk.toString()
   })
   const url = await new Promise<string>((resolve, reject) => {
     let out = ''
@@ -43,6 +52,7 @@ export async function startProcess(env: Record<string, string>): Promise<Service
     url,
     child,
     stderr: () => errors,
+    output: () => output,
     async stop() {
       if (child.exitCode !== null) return
       const exited = new Promise((r) => child.once('exit', r))

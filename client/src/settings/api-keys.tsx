@@ -96,7 +96,7 @@ export function ApiKeys() {
         )}
         {keys && keys.length === 0 && <p className="muted">No keys yet.</p>}
         {keys && keys.length > 0 && (
-          <table className="table" data-testid="api-keys-table">
+          <table className="table table-stack" data-testid="api-keys-table">
             <thead>
               <tr>
                 <th scope="col">Name</th>
@@ -112,13 +112,17 @@ export function ApiKeys() {
             <tbody>
               {keys.map((k) => (
                 <tr key={k.id}>
-                  <td>{k.name}</td>
-                  <td>
+                  <td data-label="Name">{k.name}</td>
+                  <td data-label="Key">
                     <code className="prefix">{k.prefix}…</code>
                   </td>
-                  <td className="muted small">{formatDate(k.createdAt)}</td>
-                  <td className="muted small">{k.createdBy ?? '—'}</td>
-                  <td className="muted small">
+                  <td className="muted small" data-label="Created">
+                    {formatDate(k.createdAt)}
+                  </td>
+                  <td className="muted small" data-label="By">
+                    {k.createdBy ?? '—'}
+                  </td>
+                  <td className="muted small" data-label="Last used">
                     {k.lastUsedAt ? formatDate(k.lastUsedAt) : 'Never'}
                   </td>
                   <td className="actions-cell">
@@ -179,7 +183,7 @@ function ConnectedApps() {
       )}
       {apps && apps.length === 0 && <p className="muted">No connected apps.</p>}
       {apps && apps.length > 0 && (
-        <table className="table" data-testid="connected-apps-table">
+        <table className="table table-stack" data-testid="connected-apps-table">
           <thead>
             <tr>
               <th scope="col">App</th>
@@ -194,12 +198,18 @@ function ConnectedApps() {
           <tbody>
             {apps.map((a) => (
               <tr key={a.id}>
-                <td>
+                <td data-label="App">
                   {a.clientName} <span className="muted small">{a.redirectHost}</span>
                 </td>
-                <td className="muted small">{a.grantedByEmail}</td>
-                <td className="muted small">{formatDate(a.createdAt)}</td>
-                <td className="muted small">{a.lastUsedAt ? formatDate(a.lastUsedAt) : 'Never'}</td>
+                <td className="muted small" data-label="Connected by">
+                  {a.grantedByEmail}
+                </td>
+                <td className="muted small" data-label="Since">
+                  {formatDate(a.createdAt)}
+                </td>
+                <td className="muted small" data-label="Last used">
+                  {a.lastUsedAt ? formatDate(a.lastUsedAt) : 'Never'}
+                </td>
                 <td className="actions-cell">
                   <button
                     type="button"

@@ -89,7 +89,7 @@ export function Members() {
     <div className="settings-stack">
       <section className="settings-card" aria-labelledby="members-heading">
         <h2 id="members-heading">Members</h2>
-        <table className="table" data-testid="members-table">
+        <table className="table table-stack" data-testid="members-table">
           <thead>
             <tr>
               <th scope="col">Person</th>
@@ -103,7 +103,7 @@ export function Members() {
           <tbody>
             {members.members.map((m) => (
               <tr key={m.id}>
-                <td>
+                <td data-label="Person">
                   <span className="person">
                     <Avatar id={m.id} name={m.name} size={28} />
                     <span>
@@ -115,7 +115,7 @@ export function Members() {
                     </span>
                   </span>
                 </td>
-                <td>
+                <td data-label="Role">
                   {canAdmin && m.id !== user.id && roleOptions(m).length > 1 ? (
                     <select
                       aria-label={`Role of ${m.name}`}
@@ -132,7 +132,9 @@ export function Members() {
                     <span className={`badge role-badge-${m.role}`}>{ROLE_TEXT[m.role]}</span>
                   )}
                 </td>
-                <td className="muted small">{formatDate(m.joinedAt)}</td>
+                <td className="muted small" data-label="Joined">
+                  {formatDate(m.joinedAt)}
+                </td>
                 <td className="actions-cell">
                   {(m.id === user.id ||
                     (canAdmin && (m.role !== 'owner' || org.role === 'owner'))) && (

@@ -7,6 +7,8 @@ export interface Toast {
   id: number
   /** When it was shown (performance.now()). */
   at: number
+  /** The page (path) it was shown on: it leaves when the person goes elsewhere. */
+  page: string
   kind: 'info' | 'success' | 'error' | 'revert'
   message: string
   /** Something to act on from the toast, e.g. open the card the server reverted. */
@@ -25,23 +27,27 @@ export function toast(kind: Toast['kind'], message: string, action?: Toast['acti
   const id = next++
   toasts.set((list) => [
     ...list.slice(-4),
-    { id, at: performance.now(), kind, message, ...(action ? { action } : {}) },
+    {
+      id,
+      at: performance.now(),
+      page: location.pathname,
+      kind,
+      message,
+      ...(action ? { action } : {}),
+    },
   ])
   setTimeout(() => dismiss(id), kind === 'error' || kind === 'revert' ? 9000 : 4000)
   return id
 }
 
 /**
- * A toast belongs to the page it was shown on: going to another page dismisses those
- * shown before, except ones from the last moment (an action that says what it did, then
- * goes elsewhere, as deleting a map does).
+ * A toast belongs to the page it was shown on: going to another page dismisses the other
+ * pages' toasts, however recent (a refusal raised just before leaving the board must not
+ * follow the person to Settings). A change of query (a card panel opening) stays on the page.
  */
-const CARRIED_OVER_MS = 1_000
-
-function dismissShownBefore(ms: number): void {
-  const now = performance.now()
+function dismissOtherPages(page: string): void {
   toasts.set((list) => {
-    const kept = list.filter((t) => now - t.at < ms)
+    const kept = list.filter((t) => t.page === page)
     return kept.length === list.length ? list : kept
   })
 }
@@ -52,7 +58,7 @@ export function Toasts() {
   useEffect(() => {
     if (shownOn.current === pathname) return
     shownOn.current = pathname
-    dismissShownBefore(CARRIED_OVER_MS)
+    dismissOtherPages(pathname)
   }, [pathname])
   const list = useStore(toasts)
   return (

@@ -8,6 +8,7 @@ import { INVALID_KEY_HINT, keyCredentials } from '../../auth/api-keys.ts'
 import { ACCESS_TOKEN_PREFIX } from '../../auth/oauth-grants.ts'
 import { ApiError } from '../../errors.ts'
 import { type Logger, readJson, sendError, sendJson } from '../../http/json.ts'
+import { noteRequest } from '../../http/request-context.ts'
 import { policyHeader } from '../../rate-limit/limiter.ts'
 import { admit } from './admission.ts'
 import { parseIdempotencyKey, REPLAYED_HEADER, runIdempotent } from './idempotency.ts'
@@ -118,6 +119,7 @@ export function agentEndpoint(services: Services, log: Logger) {
         bodyError = error
       }
       const key = await admit(services, credentials, envelope?.action, setHeaders)
+      noteRequest({ keyId: key.id, orgId: key.orgId, action: envelope?.action })
       if (!envelope) throw bodyError
       const idempotencyKey = parseIdempotencyKey(req.headersDistinct['idempotency-key'])
       const budget = parseAnswerTokens(req.headersDistinct[ANSWER_TOKENS_HEADER.toLowerCase()])

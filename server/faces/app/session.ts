@@ -19,21 +19,11 @@ import {
   sessionCookie,
 } from '../../auth/session.ts'
 import { seedBoard } from '../../board/seed-board.ts'
-import { clientAddress } from '../../http/client-address.ts'
+import { browserUsesHttps, clientAddress } from '../../http/client-address.ts'
 import { sendEmpty, sendJson } from '../../http/json.ts'
 import { answer } from '../../http/route-docs.ts'
+import { AddressLimit } from '../../rate-limit/address-limit.ts'
 import { type AppRouter, bodyOf } from './route.ts'
-
-/**
- * Whether the browser reaches the service over https, so its cookies must be Secure: the
- * service itself may speak plain HTTP behind a TLS proxy, which says so in
- * X-Forwarded-Proto, or the operator says so in PUBLIC_URL.
- */
-function isSecure(req: IncomingMessage, publicUrl: string | undefined): boolean {
-  // A chain of proxies lists one scheme each; the first is the one the browser used.
-  const forwarded = req.headers['x-forwarded-proto']?.toString().split(',')[0]?.trim()
-  return forwarded === 'https' || publicUrl?.startsWith('https:') === true
-}
 
 /**
  * The device cookie's value, or undefined when the browser sent none or a mangled one: a
@@ -51,6 +41,13 @@ function deviceCookieOf(req: IncomingMessage): string | undefined {
 export function sessionRoutes(app: AppRouter): void {
   const { db, live, config, clock } = app.deps
   const throttle = new LoginThrottle(db, clock, loginBudgets(config))
+  // A script must not create accounts by the thousand: sign-ups are counted per address.
+  const signups = new AddressLimit(db, clock, {
+    name: 'signup:address',
+    quota: config.signupsPerAddress,
+    windowMs: config.signupWindowSeconds * 1000,
+    what: 'sign-ups',
+  })
   let deviceSecret: Promise<string> | undefined
   const deviceKey = () => {
     deviceSecret ??= sharedSecret(db, 'login-device')
@@ -62,7 +59,8 @@ export function sessionRoutes(app: AppRouter): void {
   /** The session cookie, and the device cookie that marks this browser as known to the account. */
   const signedIn = async (req: IncomingMessage, userId: string, email: string) => {
     const session = await createSession(db, userId, config.sessionTtlDays)
-    const secure = isSecure(req, config.publicUrl)
+    // Behind a TLS proxy the service speaks plain HTTP: PUBLIC_URL or a trusted proxy says https.
+    const secure = browserUsesHttps(req, config)
     return [
       sessionCookie(session.token, session.expiresAt, secure),
       deviceCookie(signDevice(await deviceKey(), email, clock.now()), secure),
@@ -82,9 +80,13 @@ export function sessionRoutes(app: AppRouter): void {
           '`{ user, organization }`, and the session cookie. The organisation starts with the columns Backlog, Ready, In progress, Done.',
         ),
       ],
-      errors: { 409: 'The e-mail has an account already.' },
+      errors: {
+        409: 'The e-mail has an account already.',
+        429: 'Too many sign-ups from this address (SIGNUPS_PER_ADDRESS per SIGNUP_WINDOW_SECONDS): `{ error, retryAfter }`, with Retry-After.',
+      },
     },
     async (req, res) => {
+      await signups.charge(clientAddress(req, config.trustProxy))
       const input = await bodyOf(req, 'signup', body.signup)
       const { user, organization } = await signUp(db, { ...input, scryptN: config.scryptN })
       await seedBoard(live, organization.id)
@@ -141,7 +143,7 @@ export function sessionRoutes(app: AppRouter): void {
       const token = readCookie(req, SESSION_COOKIE)
       if (token) await endSession(db, token)
       // Cleared with the attributes it was set with, Secure included.
-      const secure = isSecure(req, config.publicUrl)
+      const secure = browserUsesHttps(req, config)
       sendEmpty(res, 204, { 'set-cookie': `${clearedSessionCookie()}${secure ? '; Secure' : ''}` })
     },
   )

@@ -7,6 +7,7 @@ import { type ApiKeyRow, authenticateApiKey } from '../../auth/api-keys.ts'
 import { ACCESS_TOKEN_PREFIX, authenticateAccessToken } from '../../auth/oauth-grants.ts'
 import { ApiError } from '../../errors.ts'
 import { type Logger, MAX_BODY_BYTES, sendError } from '../../http/json.ts'
+import { noteRequest } from '../../http/request-context.ts'
 import { asApiError } from '../../http/unavailable.ts'
 import { chargeRequest, policyHeader } from '../../rate-limit/limiter.ts'
 import { bearerKey } from '../agent/endpoint.ts'
@@ -78,12 +79,13 @@ export function mcpEndpoint(services: Services, log: Logger) {
       } catch (error) {
         if (error instanceof ApiError && error.status === 401) {
           // Where an MCP client finds how to sign in (RFC 9728 §5.1).
-          res.setHeader('www-authenticate', mcpChallenge(req, services.config.publicUrl))
+          res.setHeader('www-authenticate', mcpChallenge(req, services.config))
           // MCP clients try OAuth sign-in on a 401; say plainly what this server takes.
           throw new ApiError(401, `${error.message} ${MCP_KEY_HINT}`)
         }
         throw error
       }
+      noteRequest({ keyId: key.id, orgId: key.orgId })
       const setHeaders = (headers: Record<string, string>) => {
         if (res.headersSent) return
         for (const [name, value] of Object.entries(headers)) res.setHeader(name, value)
@@ -91,8 +93,9 @@ export function mcpEndpoint(services: Services, log: Logger) {
       const server = createToolServer({
         execute: async (action, args) => {
           let retryAfter: number | undefined
+          noteRequest({ action })
           try {
-            return await perform(services, {
+            const answer = await perform(services, {
               caller: { type: 'agent', key, identity: {} },
               action,
               params: args,
@@ -103,8 +106,12 @@ export function mcpEndpoint(services: Services, log: Logger) {
                   retryAfter = Number(headers['Retry-After'])
               },
             })
+            noteRequest({ actionStatus: 200 })
+            return answer
           } catch (error) {
-            throw new ToolFailureError(failureOfApiError(error, log, retryAfter))
+            const failure = failureOfApiError(error, log, retryAfter)
+            noteRequest({ actionStatus: failure.status })
+            throw new ToolFailureError(failure)
           }
         },
         onUnknownTool: async () => {

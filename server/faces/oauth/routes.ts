@@ -21,10 +21,11 @@ import { readCookie, SESSION_COOKIE, sessionCookie } from '../../auth/session.ts
 import type { Clock } from '../../clock.ts'
 import type { Config } from '../../config.ts'
 import { ApiError } from '../../errors.ts'
-import { clientAddress } from '../../http/client-address.ts'
+import { browserUsesHttps, clientAddress, type Reached } from '../../http/client-address.ts'
 import { ownOrigin } from '../../http/cross-site.ts'
 import { readBody, sendJson } from '../../http/json.ts'
 import type { Router } from '../../http/router.ts'
+import { AddressLimit } from '../../rate-limit/address-limit.ts'
 import { consentPage, errorPage, signInPage } from './pages.ts'
 
 /**
@@ -56,15 +57,15 @@ export interface OAuthDeps {
 }
 
 /** The issuer: PUBLIC_URL's origin, or the request's own (as the cross-site check derives it). */
-export function issuerOf(req: IncomingMessage, publicUrl: string | undefined): string {
-  const origin = ownOrigin(req, publicUrl)
+export function issuerOf(req: IncomingMessage, reached: Reached): string {
+  const origin = ownOrigin(req, reached)
   if (!origin) throw new ApiError(400, 'The request has no usable Host header')
   return origin
 }
 
 /** The header a 401 on /mcp carries, pointing clients at the metadata (RFC 9728 §5.1). */
-export function mcpChallenge(req: IncomingMessage, publicUrl: string | undefined): string {
-  const origin = ownOrigin(req, publicUrl)
+export function mcpChallenge(req: IncomingMessage, reached: Reached): string {
+  const origin = ownOrigin(req, reached)
   return origin
     ? `Bearer resource_metadata="${origin}${PROTECTED_RESOURCE_METADATA_PATH}"`
     : 'Bearer'
@@ -73,15 +74,22 @@ export function mcpChallenge(req: IncomingMessage, publicUrl: string | undefined
 class OAuthError extends Error {
   readonly status: number
   readonly code: string
-  constructor(status: number, code: string, description: string) {
+  readonly headers: Record<string, string>
+  constructor(status: number, code: string, description: string, headers = {}) {
     super(description)
     this.status = status
     this.code = code
+    this.headers = headers
   }
 }
 
 function sendOAuthError(res: ServerResponse, error: OAuthError): void {
-  sendJson(res, error.status, { error: error.code, error_description: error.message }, CORS)
+  sendJson(
+    res,
+    error.status,
+    { error: error.code, error_description: error.message },
+    { ...CORS, ...error.headers },
+  )
 }
 
 /** Token-authenticated endpoints send no cookies, so any page may call them (browser-based MCP clients do). */
@@ -131,6 +139,13 @@ function redirectWith(uri: string, params: Record<string, string | undefined>): 
 export function oauthRoutes(router: Router, deps: OAuthDeps): void {
   const { db, config, clock } = deps
   const throttle = new LoginThrottle(db, clock, loginBudgets(config))
+  // Registration is open to anyone (RFC 7591): counted per address, or a script fills the table.
+  const registrations = new AddressLimit(db, clock, {
+    name: 'oauth-register:address',
+    quota: config.oauthRegistrationsPerAddress,
+    windowMs: config.oauthRegistrationWindowSeconds * 1000,
+    what: 'client registrations',
+  })
   const secret = (name: string) => {
     const cached = new Map<string, Promise<string>>()
     return () => {
@@ -165,8 +180,7 @@ export function oauthRoutes(router: Router, deps: OAuthDeps): void {
   }
   const consentSecret = secret('oauth-consent')
   const deviceSecret = secret('login-device')
-  const resourceOf = (req: IncomingMessage) =>
-    `${issuerOf(req, config.publicUrl)}${MCP_RESOURCE_PATH}`
+  const resourceOf = (req: IncomingMessage) => `${issuerOf(req, config)}${MCP_RESOURCE_PATH}`
 
   const preflight = async (_req: IncomingMessage, res: ServerResponse) => {
     res.writeHead(204, { ...CORS, 'access-control-max-age': '600' })
@@ -179,7 +193,7 @@ export function oauthRoutes(router: Router, deps: OAuthDeps): void {
 
   const protectedResource = (req: IncomingMessage) => ({
     resource: resourceOf(req),
-    authorization_servers: [issuerOf(req, config.publicUrl)],
+    authorization_servers: [issuerOf(req, config)],
     bearer_methods_supported: ['header'],
     resource_name: 'Corkboard',
     resource_documentation: 'https://github.com/corkboard/corkboard/blob/main/docs/mcp.md',
@@ -188,7 +202,7 @@ export function oauthRoutes(router: Router, deps: OAuthDeps): void {
   // Clients that probe the root form first (RFC 9728 §3.1 lets a resource have either).
   metadata('/.well-known/oauth-protected-resource', protectedResource)
   metadata('/.well-known/oauth-authorization-server', (req) => {
-    const issuer = issuerOf(req, config.publicUrl)
+    const issuer = issuerOf(req, config)
     return {
       issuer,
       authorization_endpoint: `${issuer}/oauth/authorize`,
@@ -222,6 +236,13 @@ export function oauthRoutes(router: Router, deps: OAuthDeps): void {
   }
 
   oauthEndpoint('/oauth/register', async (req, res) => {
+    try {
+      await registrations.charge(clientAddress(req, config.trustProxy))
+    } catch (error) {
+      if (!(error instanceof ApiError) || error.status !== 429) throw error
+      // RFC 7591 names no code for it; RFC 6585's status and Retry-After say it all.
+      throw new OAuthError(429, 'too_many_requests', error.message, error.headers)
+    }
     let raw: unknown
     try {
       raw = JSON.parse((await readBody(req, FORM_LIMIT)).toString('utf8'))
@@ -316,7 +337,7 @@ export function oauthRoutes(router: Router, deps: OAuthDeps): void {
       )
     }
     const origin = req.headers.origin
-    if (origin !== undefined && origin !== ownOrigin(req, config.publicUrl)) {
+    if (origin !== undefined && origin !== ownOrigin(req, config)) {
       throw new ApiError(
         403,
         `Refused a form post from origin ${origin}: sign-in forms only take posts from this service's own pages`,
@@ -446,9 +467,7 @@ export function oauthRoutes(router: Router, deps: OAuthDeps): void {
     }
     const email = form.get('email') ?? ''
     const account = normaliseEmail(email)
-    const secure =
-      req.headers['x-forwarded-proto']?.toString().split(',')[0]?.trim() === 'https' ||
-      config.publicUrl?.startsWith('https:') === true
+    const secure = browserUsesHttps(req, config)
     let device: string | undefined
     try {
       device = readCookie(req, DEVICE_COOKIE)

@@ -47,10 +47,12 @@ export function attachSync(server: HttpServer, live: LiveDocs, log: Logger, limi
   }
   live.hocuspocus.configuration.extensions.push(marker)
 
+  let open = 0
   const ws = crossws({
     serverOptions: { maxPayload: limits.maxMessageBytes },
     hooks: {
       open(peer) {
+        open += 1
         const state = peer as unknown as PeerState
         const request = peer.request
         state._hocuspocus = live.hocuspocus.handleConnection(
@@ -72,6 +74,7 @@ export function attachSync(server: HttpServer, live: LiveDocs, log: Logger, limi
         ;(peer as unknown as PeerState)._hocuspocus?.handleMessage(message.uint8Array())
       },
       close(peer, event) {
+        open -= 1
         authenticated(peer.request)
         ;(peer as unknown as PeerState)._hocuspocus?.handleClose({
           code: event.code ?? 1000,
@@ -101,5 +104,9 @@ export function attachSync(server: HttpServer, live: LiveDocs, log: Logger, limi
       socket.destroy()
     })
   })
-  return { closeAll: () => ws.closeAll(1001, 'server shutting down') }
+  return {
+    closeAll: () => ws.closeAll(1001, 'server shutting down'),
+    /** Open sockets now (metrics). */
+    open: () => open,
+  }
 }
