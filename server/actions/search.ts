@@ -31,7 +31,7 @@ const HEADLINE = `'StartSel=**, StopSel=**, MaxWords=24, MinWords=8, MaxFragment
 /**
  * search_tasks: the cards whose title, description or comments hold every word, best
  * match first (title above description, a comment at half weight), through Postgres
- * full-text indexes (task_texts and comments, migration 017); then get_board's filters,
+ * full-text indexes (task_texts and comments, migration 018); then get_board's filters,
  * and pages. Each hit is the card's summary form and where it matched, with a snippet.
  */
 export async function search_tasks(

@@ -6,10 +6,10 @@ import type { Logger } from '../http/json.ts'
 import { loadInto } from '../live/doc-store.ts'
 
 /** The name this data move is recorded under in schema_migrations. */
-export const TASK_TEXTS = '017_task_texts (cards on the board)'
+export const TASK_TEXTS = '018_task_texts (cards on the board)'
 
 /**
- * Fills task_texts (migration 017, search_tasks) with the words of the cards on each board,
+ * Fills task_texts (migration 018, search_tasks) with the words of the cards on each board,
  * which live in the board documents; archived cards were filled by the migration from their
  * records. Once, in one transaction, under a lock, at start; from then on every write keeps
  * the table (board/texts.ts).

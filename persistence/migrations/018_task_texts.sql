@@ -1,6 +1,6 @@
 -- search_tasks (docs/agent-api.md): each card's title and description, on the board or
 -- archived, in task_texts, and every comment, indexed for full-text search (English
--- stemming). record_writes keeps task_texts in the transaction of every write that changes a
+-- stemming). record_writes (017) keeps task_texts in the transaction of every write that changes a
 -- card's words: a `text` op for a card on the board, and an archived card's record.
 create table task_texts (
   id uuid primary key,
@@ -43,7 +43,7 @@ $$;
 
 drop function record_writes(uuid, boolean, uuid[], uuid[], text[], uuid[], text[], integer[],
                             text[], text[], integer[], text[], uuid[], text, integer[], uuid[],
-                            text[], text[], timestamptz[]);
+                            text[], text[], timestamptz[], text[]);
 
 -- What live writes record besides their own statements, for one organisation, as one
 -- statement: each write's agent key held FOR SHARE until commit (a revocation waits for the
@@ -90,7 +90,10 @@ create function record_writes(
   p_event_ids uuid[],
   p_event_types text[],
   p_event_payloads text[],
-  p_event_times timestamptz[]
+  p_event_times timestamptz[],
+  -- One element per event: the X-Request-Id of the request that raised it (null for
+  -- people's live edits and the server's own writes).
+  p_event_request_ids text[] default null
 ) returns table (stored integer, refused text, delivery_id uuid) language plpgsql as $$
 declare
   v_stored integer := 0;
@@ -210,10 +213,11 @@ begin
       with hooks as (
         select w.id, w.events from webhooks w where w.org_id = p_org_id and w.enabled
       ), stored_events as (
-        insert into webhook_events (id, org_id, type, payload, created_at)
-        select e.id, p_org_id, e.type, e.payload, e.at
-          from unnest(p_event_writes, p_event_ids, p_event_types, p_event_payloads, p_event_times)
-               as e (write_no, id, type, payload, at)
+        insert into webhook_events (id, org_id, type, payload, created_at, request_id)
+        select e.id, p_org_id, e.type, e.payload, e.at, e.request_id
+          from unnest(p_event_writes, p_event_ids, p_event_types, p_event_payloads, p_event_times,
+                      p_event_request_ids)
+               as e (write_no, id, type, payload, at, request_id)
          where e.write_no <= v_stored
            and exists (select 1 from hooks h where e.type = any (h.events))
         returning webhook_events.id, webhook_events.type, webhook_events.created_at
