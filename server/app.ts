@@ -76,6 +76,8 @@ export async function createApp(
     oauthClientDocsCa?: string
     /** Where log lines go: stdout unless a test reads them. */
     logDestination?: LogDestination
+    /** How long people's edits wait to be stored when no write takes them (tests widen it). */
+    peopleFlushMs?: number
   } = {},
 ): Promise<App> {
   const log = createLogger(config.logLevel, options.logDestination)
@@ -113,6 +115,7 @@ export async function createApp(
     reviewer: (host) => new PeopleEdits(host),
     redis: config.redisUrl ? { url: config.redisUrl, prefix: config.redisPrefix } : undefined,
     metrics,
+    peopleFlushMs: options.peopleFlushMs,
   })
   authenticate = syncAuthenticator({ db, live, syncSecret })
   const webhooks = new Webhooks({ db, log, config, metrics }, options.webhooks)

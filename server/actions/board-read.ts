@@ -426,7 +426,7 @@ function commentsPage(
 async function archivedTask(ctx: ActionContext, taskId: string, now: number): Promise<Task> {
   const orgId = ctx.orgId
   const [stored, claim] = await Promise.all([
-    findArchived(ctx.db, orgId, taskId),
+    findArchived(ctx.db, orgId, taskId, ctx.live.pendingArchived(orgId)),
     cardClaim(ctx.db, orgId, taskId, now),
   ])
   if (!stored) throw notFound(`No card with taskId ${taskId} in this organisation`)

@@ -40,7 +40,7 @@ export async function get_changes(
   const { page, taskIds, onBoard } = read
   const offBoard = taskIds.filter((id) => !onBoard.has(id))
   const [archived, archivedClaims, comments, attachments, claims] = await Promise.all([
-    archivedByIds(ctx.db, orgId, offBoard),
+    archivedByIds(ctx.db, orgId, offBoard, ctx.live.pendingArchived(orgId)),
     claimsByIds(ctx.db, orgId, offBoard, now),
     commentsByIds(ctx.db, orgId, page.ids.comments),
     attachmentsByIds(ctx.db, orgId, page.ids.attachments),

@@ -6,6 +6,7 @@ import {
   type ClaimLockedName,
 } from '../../shared/actions.ts'
 import { BoardView } from '../board/board-view.ts'
+import { archivedInColumn } from '../board/history.ts'
 import { type Actor, heldByOther, isSameActor, lockLiveClaims } from '../claims/locks.ts'
 import { conflict } from '../errors.ts'
 import type { WriteScope } from '../live/write-scope.ts'
@@ -46,13 +47,17 @@ const touched: {
       .storedTasks()
       .filter((t) => t.columnId === input.columnId)
       .map((t) => t.id)
-    // Archived cards still count as held by the column (the specification's lifecycle table).
-    const archived = await w.tx.query<{ id: string }>(
-      'select id from archived_tasks where org_id = $1 and column_id = $2',
-      [orgId, input.columnId],
+    // Archived cards still count as held by the column (the specification's lifecycle
+    // table), those a person archived a moment ago too.
+    const archived = await archivedInColumn(
+      w.tx,
+      orgId,
+      input.columnId,
+      false,
+      w.pendingArchivedAll(),
     )
     return {
-      taskIds: [...onBoard, ...archived.map((r) => r.id)],
+      taskIds: [...onBoard, ...archived.map((t) => t.id)],
       anyHolder: { columnId: input.columnId },
     }
   },

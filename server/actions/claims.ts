@@ -24,7 +24,7 @@ export function project(w: WriteScope, row: ClaimRow, now: number): ClaimRecord 
 
 /** The card, on the board or archived, or 404. */
 async function requireCardOf(ctx: ActionContext, w: WriteScope, taskId: string): Promise<void> {
-  await requireCard(w.tx, new BoardView(w.doc), ctx.orgId, taskId)
+  await requireCard(w.tx, new BoardView(w.doc), ctx.orgId, taskId, w.pendingArchivedAll())
 }
 
 /** claim_task and heartbeat_task: take or extend the lease with `lease`, then project it. */

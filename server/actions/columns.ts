@@ -71,7 +71,13 @@ export async function delete_column(
       if (dest === input.columnId) throw badRequest('destinationColumnId must differ from columnId')
       view.requireColumn(dest, 'destinationColumnId')
     }
-    const archived = await archivedInColumn(w.tx, ctx.orgId, input.columnId, true)
+    const archived = await archivedInColumn(
+      w.tx,
+      ctx.orgId,
+      input.columnId,
+      true,
+      w.pendingArchivedAll(),
+    )
     const archivedIds = new Set(archived.map((t) => t.id))
     const cards = [
       ...view.storedTasks().filter((t) => t.columnId === input.columnId),

@@ -51,7 +51,7 @@ export interface WriteSteps {
 export interface ActionContext {
   readonly db: Db
   /** Reads and notices; a handler writes through `writeBoard` and `write`, never around them. */
-  readonly live: Pick<LiveDocs, 'read' | 'mapsChanged' | 'forgetDocument'>
+  readonly live: Pick<LiveDocs, 'read' | 'mapsChanged' | 'forgetDocument' | 'pendingArchived'>
   readonly config: Config
   readonly clock: Clock
   readonly orgId: string

@@ -7,6 +7,7 @@ import {
   foldBlockers,
 } from '../../shared/dependencies.ts'
 import { BoardView } from '../board/board-view.ts'
+import { archivedByIds, type PendingRows } from '../board/history.ts'
 import { badRequest, notFound } from '../errors.ts'
 import type { ActionContext } from './context.ts'
 import { editCard } from './tasks.ts'
@@ -22,24 +23,10 @@ async function archivedDeps(
   q: Queryable,
   orgId: string,
   ids: readonly string[],
+  pending: PendingRows,
 ): Promise<Map<string, ArchivedDeps>> {
-  if (ids.length === 0) return new Map()
-  const rows = await q.query<{ id: string; title: unknown; blocked_by: unknown }>(
-    `select id, record->'title' as title, record->'blockedBy' as blocked_by
-       from archived_tasks where org_id = $1 and id = any($2::uuid[])`,
-    [orgId, ids],
-  )
-  return new Map(
-    rows.map((r) => [
-      r.id,
-      {
-        title: typeof r.title === 'string' ? r.title : '',
-        blockedBy: Array.isArray(r.blocked_by)
-          ? r.blocked_by.filter((x): x is string => typeof x === 'string')
-          : [],
-      },
-    ]),
-  )
+  const cards = await archivedByIds(q, orgId, ids, pending)
+  return new Map([...cards].map(([id, t]) => [id, { title: t.title, blockedBy: t.blockedBy }]))
 }
 
 /** A card as a refusal names it: its title (cut short) and id. */
@@ -64,7 +51,7 @@ export async function set_task_dependencies(
   return ctx.writeBoard(async (w) => {
     const view = new BoardView(w.doc)
     const offBoard = blockedBy.filter((id) => id !== taskId && !view.hasTask(id))
-    const archived = await archivedDeps(w.tx, orgId, offBoard)
+    const archived = await archivedDeps(w.tx, orgId, offBoard, w.pendingArchivedAll())
     const missing = offBoard.find((id) => !archived.has(id))
     if (missing) {
       throw notFound(`blockedBy: no card with id ${missing} in this organisation`)
@@ -90,7 +77,7 @@ export async function set_task_dependencies(
       if (unread.size === 0) break
       // Cards the search reached that are neither on the board nor read yet: read them (a
       // card deleted for good has no blockers) and search again.
-      const more = await archivedDeps(w.tx, orgId, [...unread])
+      const more = await archivedDeps(w.tx, orgId, [...unread], w.pendingArchivedAll())
       for (const id of unread) archived.set(id, more.get(id) ?? { title: '', blockedBy: [] })
     }
     const same = (list: readonly string[]) =>

@@ -67,7 +67,7 @@ export async function search_tasks(
   const archivedIds = ranked.filter((r) => r.archived).map((r) => r.id)
   const now = ctx.clock.now()
   const [archived, archivedClaims] = await Promise.all([
-    archivedByIds(ctx.db, orgId, archivedIds),
+    archivedByIds(ctx.db, orgId, archivedIds, ctx.live.pendingArchived(orgId)),
     claimsByIds(ctx.db, orgId, archivedIds, now),
   ])
   // The filters, on each card as it is now: on the board, or its archived record.

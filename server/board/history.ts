@@ -5,6 +5,7 @@ import { shownOnCard } from '../../shared/claims.ts'
 import type { ClaimRecord } from '../../shared/records.ts'
 import { type ClaimRow, claimRecordFromRow } from '../claims/locks.ts'
 import { notFound } from '../errors.ts'
+import type { PendingArchived } from '../live/pending-edits.ts'
 import type { WriteScope } from '../live/write-scope.ts'
 import { taskFromArchived } from './archive.ts'
 import type { BoardView } from './board-view.ts'
@@ -149,26 +150,56 @@ interface ArchivedTaskRow {
   record: unknown
 }
 
+/**
+ * People's edits not yet stored, by archived card (LiveDocs.pendingArchived, or a write's
+ * WriteScope.pendingArchivedAll): a person archived the card, put it back, or commented on
+ * it, a moment ago. Readers of archived rows read storage through them, so nobody answers
+ * 404 (or a stale count) for what a person did a moment ago (docs/design.md, "People's edits").
+ */
+export type PendingRows = ReadonlyMap<string, PendingArchived>
+
+const NONE: PendingRows = new Map()
+
+/** A stored row (or none) as the pending edits leave it. */
+function throughPending(
+  id: string,
+  stored: unknown,
+  pending: PendingArchived | undefined,
+): StoredTask | undefined {
+  const record = pending?.record !== undefined ? pending.record : stored
+  if (!record) return undefined
+  const task = taskFromArchived(id, record)
+  return pending?.stats ? { ...task, stats: pending.stats } : task
+}
+
 /** Archived cards by id (cards that are not, or no longer, archived are left out). */
 export async function archivedByIds(
   q: Queryable,
   orgId: string,
   ids: readonly string[],
+  pending: PendingRows = NONE,
 ): Promise<Map<string, StoredTask>> {
   if (ids.length === 0) return new Map()
   const rows = await q.query<Rows<ArchivedTaskRow>>(
     'select id, record from archived_tasks where id = any($1::uuid[]) and org_id = $2',
     [ids, orgId],
   )
-  return new Map(rows.map((r) => [r.id, taskFromArchived(r.id, r.record)]))
+  const stored = new Map(rows.map((r) => [r.id, r.record]))
+  const out = new Map<string, StoredTask>()
+  for (const id of new Set(ids)) {
+    const task = throughPending(id, stored.get(id), pending.get(id))
+    if (task) out.set(id, task)
+  }
+  return out
 }
 
 export async function findArchived(
   q: Queryable,
   orgId: string,
   taskId: string,
+  pending: PendingRows = NONE,
 ): Promise<StoredTask | undefined> {
-  return (await archivedByIds(q, orgId, [taskId])).get(taskId)
+  return (await archivedByIds(q, orgId, [taskId], pending)).get(taskId)
 }
 
 /**
@@ -188,10 +219,7 @@ export async function lockArchived(
     'select id, record from archived_tasks where id = $1 and org_id = $2 for update',
     [taskId, orgId],
   )
-  const record = pending.record !== undefined ? pending.record : row?.record
-  if (!record) return undefined
-  const task = taskFromArchived(taskId, record)
-  return pending.stats ? { ...task, stats: pending.stats } : task
+  return throughPending(taskId, row?.record, pending)
 }
 
 /**
@@ -203,13 +231,19 @@ export async function archivedInColumn(
   orgId: string,
   columnId: string,
   lock = false,
+  pending: PendingRows = NONE,
 ): Promise<StoredTask[]> {
   const rows = await q.query<Rows<ArchivedTaskRow>>(
     `select id, record from archived_tasks where org_id = $1 and column_id = $2
       order by id${lock ? ' for update' : ''}`,
     [orgId, columnId],
   )
-  return rows.map((r) => taskFromArchived(r.id, r.record))
+  const stored = new Map(rows.map((r) => [r.id, r.record]))
+  const ids = [...new Set([...stored.keys(), ...pending.keys()])].sort()
+  return ids.flatMap((id) => {
+    const task = throughPending(id, stored.get(id), pending.get(id))
+    return task && task.columnId === columnId ? [task] : []
+  })
 }
 
 /** A page of the Archived view: newest archive first; `before` continues after a page. */
@@ -240,10 +274,11 @@ export async function findCard(
   view: BoardView,
   orgId: string,
   taskId: string,
+  pending: PendingRows = NONE,
 ): Promise<FoundCard | undefined> {
   const onBoard = view.storedTask(taskId)
   if (onBoard) return { task: onBoard, onBoard: true }
-  const archived = await findArchived(q, orgId, taskId)
+  const archived = await findArchived(q, orgId, taskId, pending)
   return archived ? { task: archived, onBoard: false } : undefined
 }
 
@@ -253,8 +288,9 @@ export async function requireCard(
   view: BoardView,
   orgId: string,
   taskId: string,
+  pending: PendingRows = NONE,
 ): Promise<FoundCard> {
-  const found = await findCard(q, view, orgId, taskId)
+  const found = await findCard(q, view, orgId, taskId, pending)
   if (!found) throw notFound(`No card with taskId ${taskId} in this organisation`)
   return found
 }

@@ -5,7 +5,7 @@ import type { RowOp } from '../live/write-record.ts'
 
 /**
  * What a board write records of its cards' words for search_tasks (task_texts, migration
- * 017): a `text` op per changed card on the board whose title or description this process
+ * 018): a `text` op per changed card on the board whose title or description this process
  * has not yet recorded as they are. Keyed by the card's Y.Map, so a card put back on the
  * board (a new map) is recorded again; a card off the board has its own ops (archived).
  */

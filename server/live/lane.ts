@@ -34,6 +34,8 @@ export interface LaneServices {
   /** Where writes' events go (the webhooks module); without it events are dropped. */
   eventSink(): EventSink | undefined
   metrics?: Metrics | undefined
+  /** How long people's edits wait to be stored together when no write takes them (ms). */
+  peopleFlushMs?: number | undefined
 }
 
 /** One write in flight in its lane, from the gate to its commit. */
@@ -170,7 +172,7 @@ export class OrgLane {
           main: primary ? docs.get(primary) : undefined,
           docs,
           marker: write.marker,
-          pendingArchived: (taskId) => this.people.archived(taskId),
+          pendingArchived: () => this.people.archivedAll(),
         })
         write.scope = scope
         const value = await insideWrite.run(this, () => fn(scope))
@@ -512,7 +514,7 @@ export class OrgLane {
   }
 
   /** People's edits arrived: store them soon, with the next write or on their own. */
-  schedulePeopleFlush(delay = PEOPLE_FLUSH_MS): void {
+  schedulePeopleFlush(delay = this.services.peopleFlushMs ?? PEOPLE_FLUSH_MS): void {
     if (this.flushTimer) return
     this.flushTimer = setTimeout(() => {
       this.flushTimer = undefined

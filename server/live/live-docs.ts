@@ -24,6 +24,7 @@ import { type ConnectionContext, type DocEntry, DocRegistry } from './doc-regist
 import type { EventSink } from './events.ts'
 import { OrgLane } from './lane.ts'
 import { RESTORE_ORIGIN, type WriteOrigin } from './origins.ts'
+import type { PendingArchived } from './pending-edits.ts'
 import { GatedRedis, watchRedis } from './redis.ts'
 import type { EditReviewer, ReviewHost } from './reviewer.ts'
 import type { WriteScope } from './write-scope.ts'
@@ -60,6 +61,7 @@ export class LiveDocs {
   private readonly control: ConnectionControl
   private readonly mapsNoticeDue = new Map<string, NodeJS.Timeout>()
   private readonly db: Db
+  private readonly peopleFlushMs: number | undefined
   private readonly log: Logger
   /** The board held open while a card's document is loaded (its stats live there). */
   private readonly boards = new Map<string, DocEntry>()
@@ -83,8 +85,11 @@ export class LiveDocs {
     /** With Redis, several server processes share live documents (each change is published). */
     redis?: { url: string; prefix: string } | undefined
     metrics?: Metrics | undefined
+    /** How long people's edits wait to be stored when no write takes them (tests widen it). */
+    peopleFlushMs?: number | undefined
   }) {
     this.db = options.db
+    this.peopleFlushMs = options.peopleFlushMs
     this.log = options.log
     this.metrics = options.metrics
     this.compaction = new Compaction(this.db, this.log)
@@ -199,6 +204,7 @@ export class LiveDocs {
         log: this.log,
         eventSink: () => this.eventSink,
         metrics: this.metrics,
+        peopleFlushMs: this.peopleFlushMs,
       })
       this.lanes.set(orgId, lane)
     }
@@ -263,6 +269,14 @@ export class LiveDocs {
     opens: readonly string[] = [],
   ): Promise<T> {
     return this.lane(origin.orgId).write(docName, origin, fn, opens)
+  }
+
+  /**
+   * What people's edits not yet stored do to archived cards' rows (a person archived a card,
+   * or commented on one, a moment ago): a reader of archived rows reads them through this.
+   */
+  pendingArchived(orgId: string): ReadonlyMap<string, PendingArchived> {
+    return this.lanes.get(orgId)?.people.archivedAll() ?? new Map()
   }
 
   /** Stores people's pending edits of an organisation (or all) now. */

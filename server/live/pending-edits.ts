@@ -108,17 +108,24 @@ export class PeoplePending {
    * ahead of the write, but after it has read).
    */
   archived(id: string): PendingArchived {
-    const out: PendingArchived = {}
+    return this.archivedAll().get(id) ?? {}
+  }
+
+  /** The same for every archived card that pending reports touch. */
+  archivedAll(): Map<string, PendingArchived> {
+    const all = new Map<string, PendingArchived>()
     for (const i of this.items) {
       for (const op of i.report?.ops ?? []) {
-        if (op.id !== id) continue
+        if (op.t !== 'archived' && op.t !== 'archived_stats') continue
+        const out = all.get(op.id) ?? {}
         if (op.t === 'archived') {
           out.record = op.rec
           delete out.stats
-        } else if (op.t === 'archived_stats') out.stats = op.rec
+        } else out.stats = op.rec
+        all.set(op.id, out)
       }
     }
-    return out
+    return all
   }
 
   /** Every pending update of one document, stored or in flight: a reload applies them. */

@@ -40,6 +40,8 @@ export interface WriteScope {
    * reads, so a row read from storage is read through this (board/history.ts lockArchived).
    */
   pendingArchived(taskId: string): PendingArchived
+  /** The same, for every archived card people's pending edits touch. */
+  pendingArchivedAll(): ReadonlyMap<string, PendingArchived>
   /**
    * Marks an Idempotency-Key done with this write's answer as the write is stored, in its
    * record statement: the answer commits with the write, and the write still joins group
@@ -69,7 +71,7 @@ export class WriteCollector implements WriteScope {
   private readonly main: Y.Doc | undefined
   private readonly docs: ReadonlyMap<string, Y.Doc>
   private readonly marker: object
-  private readonly pending: (taskId: string) => PendingArchived
+  private readonly pending: () => ReadonlyMap<string, PendingArchived>
 
   constructor(options: {
     tx: Queryable
@@ -80,7 +82,7 @@ export class WriteCollector implements WriteScope {
     docs: ReadonlyMap<string, Y.Doc>
     /** The write's transaction origin. */
     marker: object
-    pendingArchived: (taskId: string) => PendingArchived
+    pendingArchived: () => ReadonlyMap<string, PendingArchived>
   }) {
     const { tx } = options
     this.tx = {
@@ -144,7 +146,11 @@ export class WriteCollector implements WriteScope {
   }
 
   pendingArchived(taskId: string): PendingArchived {
-    return this.pending(taskId)
+    return this.pending().get(taskId) ?? {}
+  }
+
+  pendingArchivedAll(): ReadonlyMap<string, PendingArchived> {
+    return this.pending()
   }
 
   idempotent(entry: IdempotentWrite): void {

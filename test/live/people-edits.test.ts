@@ -363,3 +363,88 @@ describe.each(STORAGES)("people's live edits follow the agents' rules (%s)", (ki
     expect(stored).toContain('start')
   })
 })
+
+/**
+ * Read-your-writes for every reader of archived rows: what a person did a moment ago (their
+ * edit live, its rows not yet stored) is what agents read. The server here stores people's
+ * edits only after 5 s when no write takes them, so "a moment ago" lasts long enough to test.
+ */
+describe.each(STORAGES)(
+  "readers of archived cards read through people's pending edits (%s)",
+  (kind) => {
+    let server: TestServer
+    let owner: Person
+    let agent: Agent
+    let live: LiveClient
+
+    beforeAll(async () => {
+      server = await startServer(kind, {}, { peopleFlushMs: 5_000 })
+      ;({ owner, agent } = await ownerWithAgent(server.url))
+      live = await connectProvider(server.url, boardDocName(owner.orgId), await owner.syncToken())
+    })
+    afterAll(async () => {
+      live.destroy()
+      await server.close()
+    })
+
+    /** A card archived by a person in the app: the server has the edit, not yet its row. */
+    async function archivedByPerson(columnId: string): Promise<string> {
+      const { task: created } = await agent.ok('create_task', {
+        columnId,
+        title: 'Archived by hand',
+      })
+      await eventually(() => task(live, created.id))
+      task(live, created.id).set('archivedAt', new Date().toISOString())
+      await eventually(() => (live.provider.hasUnsyncedChanges ? undefined : true), 10_000)
+      const [row] = await server.app.db.query('select 1 from archived_tasks where id = $1', [
+        created.id,
+      ])
+      expect(
+        row,
+        'the archived row must not be stored yet for this test to mean anything',
+      ).toBeUndefined()
+      return created.id as string
+    }
+
+    test('get_task of a card a person archived a moment ago answers the archived card, never 404', async () => {
+      const { columns } = await agent.ok('list_columns')
+      const taskId = await archivedByPerson(columns[0].id)
+      const res = await agent.call('get_task', { taskId })
+      expect(res.status).toBe(200)
+      expect(res.body.task.archivedAt).not.toBeNull()
+      expect((await agent.ok('get_board')).tasks.map((t: { id: string }) => t.id)).not.toContain(
+        taskId,
+      )
+    })
+
+    test('delete_column counts a card a person archived in it a moment ago', async () => {
+      const { column } = await agent.ok('create_column', { title: 'Soon gone' })
+      await archivedByPerson(column.id)
+      const res = await agent.call('delete_column', { columnId: column.id })
+      expect(res.status).toBe(400)
+      expect(res.body.error).toMatch(/destinationColumnId/)
+    })
+
+    test('set_task_dependencies finds a card a person archived a moment ago (the first write after it)', async () => {
+      const { columns } = await agent.ok('list_columns')
+      const { task: waiting } = await agent.ok('create_task', {
+        columnId: columns[0].id,
+        title: 'Waits',
+      })
+      const archived = await archivedByPerson(columns[0].id)
+      const deps = await agent.call('set_task_dependencies', {
+        taskId: waiting.id,
+        blockedBy: [archived],
+      })
+      expect(deps.status).toBe(200)
+      expect(deps.body.task.blockedBy).toEqual([archived])
+    })
+
+    test('claim_task finds a card a person archived a moment ago (the first write after it)', async () => {
+      const { columns } = await agent.ok('list_columns')
+      const archived = await archivedByPerson(columns[0].id)
+      const claim = await agent.call('claim_task', { taskId: archived, agentName: 'Ada' })
+      expect(claim.status).toBe(200)
+    })
+  },
+)

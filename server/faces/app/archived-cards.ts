@@ -106,7 +106,7 @@ export function archivedCardRoutes(app: AppRouter): void {
     },
     async (_req, { user, org, params: p }) => {
       const taskId = pathId(p, 'taskId')
-      const stored = await findArchived(db, org.id, taskId)
+      const stored = await findArchived(db, org.id, taskId, app.deps.live.pendingArchived(org.id))
       if (!stored)
         throw new ApiError(404, `No archived card with taskId ${taskId} in this organisation`)
       const claims = await claimsByIds(db, org.id, [taskId], clock.now())

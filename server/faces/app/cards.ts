@@ -49,7 +49,7 @@ export function cardRoutes(app: AppRouter): void {
     async (_req, { user, org, params: p }) => {
       const taskId = pathId(p, 'taskId')
       const released = await app.context({ user, org }).writeBoard(async (w) => {
-        await requireCard(w.tx, new BoardView(w.doc), org.id, taskId)
+        await requireCard(w.tx, new BoardView(w.doc), org.id, taskId, w.pendingArchivedAll())
         const deleted = await deleteClaim(w.tx, taskId)
         if (boardMaps(w.doc).claims.has(taskId)) {
           w.mutate((doc) => boardMaps(doc).claims.delete(taskId))
@@ -82,7 +82,13 @@ export function cardRoutes(app: AppRouter): void {
       const taskId = pathId(p, 'taskId')
       const docName = cardDocName(org.id, taskId)
       await app.context({ user, org }).writeBoard(async (w) => {
-        const { onBoard } = await requireCard(w.tx, new BoardView(w.doc), org.id, taskId)
+        const { onBoard } = await requireCard(
+          w.tx,
+          new BoardView(w.doc),
+          org.id,
+          taskId,
+          w.pendingArchivedAll(),
+        )
         const screenshots = await w.tx.query<{ id: string }>(
           'delete from attachments where task_id = $1 and org_id = $2 returning id',
           [taskId, org.id],

@@ -53,7 +53,7 @@ export function columnRoutes(app: AppRouter): void {
         const reprioritised = fireChanges
           ? [
               ...view.storedTasks().filter((t) => t.columnId === columnId),
-              ...(await archivedInColumn(w.tx, org.id, columnId)),
+              ...(await archivedInColumn(w.tx, org.id, columnId, false, w.pendingArchivedAll())),
             ]
               .filter(moved)
               .map((t) => t.id)
