@@ -5,6 +5,7 @@ import { migrate } from '../persistence/migrate.ts'
 import type { Db } from '../persistence/types.ts'
 import { OAuthSweeper } from './auth/oauth-sweep.ts'
 import { sharedSecret } from './auth/secrets.ts'
+import { Descriptions } from './board/descriptions.ts'
 import { type Clock, systemClock } from './clock.ts'
 import type { Config } from './config.ts'
 import { ApiError } from './errors.ts'
@@ -106,13 +107,15 @@ export async function createApp(
   await migrateLayout(db, log)
   await fillTaskTexts(db, log)
   const syncSecret = await sharedSecret(db, 'sync-token')
+  // Several processes share organisations only through Redis: then every read asks storage.
+  const descriptions = new Descriptions(db, { shared: config.redisUrl !== undefined })
   let authenticate: Authenticate | undefined
   const live = new LiveDocs({
     db,
     idleMs: config.docIdleMs,
     log,
     authenticate: (token, documentName) => (authenticate as Authenticate)(token, documentName),
-    reviewer: (host) => new PeopleEdits(host),
+    reviewer: (host) => new PeopleEdits(host, descriptions),
     redis: config.redisUrl ? { url: config.redisUrl, prefix: config.redisPrefix } : undefined,
     metrics,
     peopleFlushMs: options.peopleFlushMs,
@@ -126,7 +129,7 @@ export async function createApp(
     clock,
     rateBudgets({ perKey: config.rateLimitPerKey, imagesPerOrg: config.rateLimitImagesPerOrg }),
   )
-  const services = { db, live, config, clock, limiter }
+  const services = { db, live, config, clock, limiter, descriptions }
 
   const router = new Router()
   const agent = agentEndpoint(services, log)
@@ -153,6 +156,7 @@ export async function createApp(
     clock,
     syncSecret,
     webhooks,
+    descriptions,
   })
   // MCP sign-in (OAuth); described by its own metadata documents, not by the OpenAPI one.
   oauthRoutes(router, {
@@ -261,6 +265,7 @@ export async function createApp(
       const closed = new Promise<void>((resolve) => server.close(() => resolve()))
       server.closeIdleConnections()
       await live.close()
+      descriptions.close()
       sync.closeAll()
       await closed
       await webhooks.stop()

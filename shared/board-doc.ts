@@ -7,10 +7,10 @@ import { num, str, strings, strOrNull } from './ymap-fields.ts'
 export { boardDocName, cardDocName, mapDocName } from './doc-names.ts'
 
 /**
- * The board document (docs/design.md, Contract 3, version 2): one per organisation, named
- * `<orgId>/board`, holding what is on the board now and nothing of its history. Archived
- * cards leave it; comments and screenshots live in each card's own document
- * (card-doc.ts). Programs outside this repository read these names and shapes.
+ * The board document (docs/design.md, Contract 3, version 3): one per organisation, named
+ * `<orgId>/board`, holding what the board shows now and nothing of its history. Archived
+ * cards leave it; a card's description, comments and screenshots live in the card's own
+ * document (card-doc.ts). Programs outside this repository read these names and shapes.
  */
 export interface BoardMaps {
   columns: Y.Map<Y.Map<unknown>>
@@ -30,13 +30,15 @@ export function boardMaps(doc: Y.Doc): BoardMaps {
   }
 }
 
-/** A card as stored: the card's own priority level, not the effective one. */
+/**
+ * A card as the board stores it: the card's own priority level, not the effective one. Its
+ * description is not here (version 3): it lives in the card's document, and in Postgres.
+ */
 export interface StoredTask {
   id: string
   columnId: string
   projectId: string | null
   title: string
-  description: string
   type: TaskType | null
   priority: Priority | null
   tags: string[]
@@ -92,6 +94,7 @@ export function readProject(id: string, m: Y.Map<unknown>): Project {
   return { id, name: str(m, 'name'), color: str(m, 'color'), createdAt: str(m, 'createdAt') }
 }
 
+/** A version-2 board card's description (read once, to move it to the card's document). */
 export function readDescription(m: Y.Map<unknown>): string {
   const d = m.get('description')
   return d instanceof Y.Text ? d.toString() : typeof d === 'string' ? d : ''
@@ -103,7 +106,6 @@ export function readStoredTask(id: string, m: Y.Map<unknown>): StoredTask {
     columnId: str(m, 'columnId'),
     projectId: strOrNull(m, 'projectId'),
     title: str(m, 'title'),
-    description: readDescription(m),
     type: strOrNull(m, 'type') as TaskType | null,
     priority: strOrNull(m, 'priority') as Priority | null,
     tags: strings(m, 'tags'),
@@ -124,7 +126,6 @@ export function taskMap(t: Omit<StoredTask, 'id'>): Y.Map<unknown> {
   m.set('columnId', t.columnId)
   m.set('projectId', t.projectId)
   m.set('title', t.title)
-  m.set('description', new Y.Text(t.description))
   m.set('type', t.type)
   m.set('priority', t.priority)
   m.set('tags', t.tags)

@@ -3,20 +3,26 @@ import type { Attachment, Comment, TaskStats } from './records.ts'
 import { num, str, strOrNull } from './ymap-fields.ts'
 
 /**
- * A card's document (docs/design.md, Contract 3, version 2), named `<orgId>/tasks/<taskId>`:
- * the card's comments and screenshots, opened by the app with the card. Programs outside
- * this repository read these names and shapes:
+ * A card's document (docs/design.md, Contract 3, version 3), named `<orgId>/tasks/<taskId>`:
+ * the card's description, comments and screenshots, opened by the app with the card.
+ * Programs outside this repository read these names and shapes:
+ * - `description`: Y.Text, at most 20,000 characters
  * - `comments`: Y.Map id → Y.Map { taskId, body, authorEmail, agentName, createdAt, editedAt }
  * - `attachments`: Y.Map id → Y.Map { taskId, filename, mimeType, size, createdAt }
  */
 export interface CardMaps {
+  description: Y.Text
   comments: Y.Map<Y.Map<unknown>>
   /** Written by the server only. */
   attachments: Y.Map<Y.Map<unknown>>
 }
 
 export function cardMaps(doc: Y.Doc): CardMaps {
-  return { comments: doc.getMap('comments'), attachments: doc.getMap('attachments') }
+  return {
+    description: doc.getText('description'),
+    comments: doc.getMap('comments'),
+    attachments: doc.getMap('attachments'),
+  }
 }
 
 export interface StoredComment extends Comment {}

@@ -428,6 +428,7 @@ async function archivedTask(ctx: ActionContext, taskId: string, now: number): Pr
   const [stored, claim] = await Promise.all([
     findArchived(ctx.db, orgId, taskId, ctx.live.pendingArchived(orgId)),
     cardClaim(ctx.db, orgId, taskId, now),
+    ctx.descriptions.load(orgId, [taskId]),
   ])
   if (!stored) throw notFound(`No card with taskId ${taskId} in this organisation`)
   return ctx.readBoard((view) => view.present(stored satisfies StoredTask, claim))

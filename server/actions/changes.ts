@@ -45,6 +45,7 @@ export async function get_changes(
     commentsByIds(ctx.db, orgId, page.ids.comments),
     attachmentsByIds(ctx.db, orgId, page.ids.attachments),
     claimsByIds(ctx.db, orgId, page.ids.claims, now),
+    ctx.descriptions.load(orgId, offBoard),
   ])
   const presentedArchived =
     archived.size === 0

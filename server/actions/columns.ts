@@ -71,6 +71,8 @@ export async function delete_column(
       if (dest === input.columnId) throw badRequest('destinationColumnId must differ from columnId')
       view.requireColumn(dest, 'destinationColumnId')
     }
+    // Locked below: an earlier write of the lane may be storing a change of these rows.
+    await w.earlierCommitted()
     const archived = await archivedInColumn(
       w.tx,
       ctx.orgId,

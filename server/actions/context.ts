@@ -6,6 +6,7 @@ import type { OrgMembership, User } from '../auth/accounts.ts'
 import type { ApiKeyRow } from '../auth/api-keys.ts'
 import { followingBlockers } from '../board/blockers.ts'
 import { BoardView } from '../board/board-view.ts'
+import type { Descriptions } from '../board/descriptions.ts'
 import { textOps } from '../board/texts.ts'
 import type { Actor } from '../claims/locks.ts'
 import { type Clock, systemClock } from '../clock.ts'
@@ -25,6 +26,8 @@ export interface Services {
   clock?: Clock | undefined
   /** The shared rate budgets; agents' requests are charged against them when set. */
   limiter?: RateLimiter | undefined
+  /** Cards' descriptions, for presenting cards (board/descriptions.ts). */
+  descriptions: Descriptions
 }
 
 /** Who an action runs for: an agent on an organisation API key, or a person in the app. */
@@ -63,6 +66,8 @@ export interface ActionContext {
   /** Who the claim locks compare with: a person never holds a claim. */
   readonly actor: Actor
   readonly origin: WriteOrigin
+  /** Cards' descriptions: up to date before every read and write of the board here. */
+  readonly descriptions: Descriptions
   /** How long the answer may be, when the caller set a budget (answer-budget.ts). */
   readonly budget: AnswerBudget | undefined
   /** Reads the board document once it holds only committed state (live/lane.ts). */
@@ -120,6 +125,7 @@ export function actionContext(
     opens?: readonly string[],
   ): Promise<T> => {
     const { gate, answer } = steps
+    if (docName === boardName) await services.descriptions.fresh(who.orgId)
     let committed: (() => void) | undefined
     const run = async (scope: WriteScope) => {
       if (gate && docName === boardName) await gate(scope, ctx)
@@ -149,8 +155,12 @@ export function actionContext(
     identity: who.identity,
     actor: { keyId: who.actorId, identity: who.identity, clock },
     origin,
+    descriptions: services.descriptions,
     budget: steps.budget,
-    readBoard: (fn) => live.read(boardName, (doc) => fn(new BoardView(doc, clock.now()))),
+    readBoard: async (fn) => {
+      await services.descriptions.fresh(who.orgId)
+      return live.read(boardName, (doc) => fn(new BoardView(doc, clock.now())))
+    },
     writeBoard: (fn, opens) => write(boardName, fn, opens),
     write: (docName, fn) => write(docName, fn),
   }

@@ -2,12 +2,16 @@ import { randomUUID } from 'node:crypto'
 import * as Y from 'yjs'
 import type { ActionInput, ActionResults } from '../../shared/actions.ts'
 import { boardMaps, type StoredTask, taskMap } from '../../shared/board-doc.ts'
+import { cardMaps } from '../../shared/card-doc.ts'
 import { LIMITS, POSITION_STEP } from '../../shared/constants.ts'
+import { cardDocName } from '../../shared/doc-names.ts'
 import { EMPTY_STATS, type Task } from '../../shared/records.ts'
 import { replaceText } from '../../shared/ytext.ts'
 import { archivedRow } from '../board/archive.ts'
 import { BoardView } from '../board/board-view.ts'
+import { descriptionOf } from '../board/descriptions.ts'
 import { cardClaim, lockArchived } from '../board/history.ts'
+import { archivedTextOp } from '../board/texts.ts'
 import { badRequest, notFound } from '../errors.ts'
 import type { WriteScope } from '../live/write-scope.ts'
 import type { ActionContext } from './context.ts'
@@ -39,6 +43,11 @@ export async function editCard(
     archived(t: StoredTask): StoredTask
     /** True when the edit would change nothing: the card is returned as it is (idempotent). */
     unchanged?(t: StoredTask): boolean
+    /**
+     * A new description, written into the card's document (which the write opened) whether
+     * the card is on the board or archived.
+     */
+    description?: string | undefined
   },
 ): Promise<Task> {
   const view = new BoardView(w.doc)
@@ -48,10 +57,18 @@ export async function editCard(
     throw notFound(`No card with taskId ${taskId} in this organisation`)
   }
   const current = onBoard ? view.requireTask(taskId) : (archived as StoredTask)
+  if (!onBoard) await ctx.descriptions.load(ctx.orgId, [taskId], w.tx)
   if (edit.unchanged?.(current)) {
     return onBoard
       ? view.present(current)
       : view.present(current, await cardClaim(w.tx, ctx.orgId, taskId, ctx.clock.now()))
+  }
+  if (edit.description !== undefined) {
+    const text = edit.description
+    w.mutateDoc(w.open(cardDocName(ctx.orgId, taskId)), (doc) =>
+      replaceText(cardMaps(doc).description, text),
+    )
+    tellDescription(ctx, w, taskId, text)
   }
   if (onBoard) {
     w.mutate(() => {
@@ -63,6 +80,7 @@ export async function editCard(
   }
   const changed = { ...edit.archived(archived as StoredTask), updatedAt: w.now }
   w.row({ t: 'archived', id: taskId, rec: archivedRow(changed) })
+  w.row(archivedTextOp(changed, ctx.descriptions.get(ctx.orgId, taskId)))
   w.changed('task', taskId)
   return view.present(changed, await cardClaim(w.tx, ctx.orgId, taskId, ctx.clock.now()))
 }
@@ -78,6 +96,13 @@ export async function create_task(
     if (input.projectId !== undefined) requireProject(view, input.projectId)
     const id = randomUUID()
     const position = input.position ?? view.appendPosition(input.columnId, POSITION_STEP)
+    const description = input.description ?? ''
+    if (description !== '') {
+      // The new card's document starts with its description, stored with the card: no
+      // document is loaded for it until someone opens the card.
+      w.append(cardDocName(ctx.orgId, id), firstDescription(description))
+    }
+    tellDescription(ctx, w, id, description)
     w.mutate((doc) => {
       boardMaps(doc).tasks.set(
         id,
@@ -85,7 +110,6 @@ export async function create_task(
           columnId: input.columnId,
           projectId: input.projectId ?? null,
           title: input.title,
-          description: input.description ?? '',
           type: input.type ?? null,
           priority: input.priority ?? null,
           tags: [],
@@ -120,16 +144,13 @@ export async function update_task(
   }
   const typeValue = type === '' ? null : type
   const priorityValue = priority === '' ? null : priority
+  // A description lives in the card's document (version 3): the write opens it.
+  const opens = description === undefined ? [] : [cardDocName(ctx.orgId, taskId)]
   return ctx.writeBoard(async (w) => {
     if (projectId !== undefined) requireProject(new BoardView(w.doc), projectId)
     const task = await editCard(ctx, w, taskId, {
       board: (m) => {
         if (title !== undefined) m.set('title', title)
-        if (description !== undefined) {
-          const text = m.get('description')
-          if (text instanceof Y.Text) replaceText(text, description)
-          else m.set('description', new Y.Text(description))
-        }
         if (projectId !== undefined) m.set('projectId', projectId)
         if (typeValue !== undefined) m.set('type', typeValue)
         if (priorityValue !== undefined) m.set('priority', priorityValue)
@@ -137,14 +158,14 @@ export async function update_task(
       archived: (t) => ({
         ...t,
         ...(title !== undefined ? { title } : {}),
-        ...(description !== undefined ? { description } : {}),
         ...(projectId !== undefined ? { projectId } : {}),
         ...(typeValue !== undefined ? { type: typeValue } : {}),
         ...(priorityValue !== undefined ? { priority: priorityValue } : {}),
       }),
+      description,
     })
     return { task }
-  })
+  }, opens)
 }
 
 /**
@@ -244,11 +265,32 @@ export async function archive_task(
 
 /** Takes a card off the board into history (see archive_task). */
 export function archive(w: WriteScope, task: StoredTask): void {
+  const description = descriptionOf(w.doc, task.id)
   w.mutate((doc) => {
     const maps = boardMaps(doc)
     maps.tasks.delete(task.id)
     if (maps.claims.has(task.id)) maps.claims.delete(task.id)
   })
   w.row({ t: 'archived', id: task.id, rec: archivedRow(task) })
+  w.row(archivedTextOp(task, description))
   w.changed('task', task.id)
+}
+
+/** A new card document's first update: its description. */
+function firstDescription(text: string): Uint8Array {
+  const doc = new Y.Doc()
+  cardMaps(doc).description.insert(0, text)
+  const update = Y.encodeStateAsUpdate(doc)
+  doc.destroy()
+  return update
+}
+
+/**
+ * A description this write changes, told to the cache cards are presented from at once
+ * (the write's own answer presents it) and taken back if the write fails.
+ */
+function tellDescription(ctx: ActionContext, w: WriteScope, taskId: string, text: string): void {
+  const before = ctx.descriptions.get(ctx.orgId, taskId)
+  ctx.descriptions.set(ctx.orgId, taskId, text)
+  w.onFailure(() => ctx.descriptions.set(ctx.orgId, taskId, before))
 }

@@ -26,7 +26,6 @@ export function taskFromArchived(id: string, record: unknown): StoredTask {
     columnId: str(r.columnId),
     projectId: strOrNull(r.projectId),
     title: str(r.title),
-    description: str(r.description),
     type: strOrNull(r.type) as TaskType | null,
     priority: strOrNull(r.priority) as Priority | null,
     tags: strings(r.tags),

@@ -6,6 +6,7 @@ import { effectivePriority } from '../../shared/priority.ts'
 import type { ClaimRecord, Column, Project, Task, TaskSummary } from '../../shared/records.ts'
 import { notFound } from '../errors.ts'
 import { boardIndex } from './board-index.ts'
+import { descriptionOf } from './descriptions.ts'
 
 /**
  * The board document read for one request or write: columns and projects indexed once, so
@@ -106,7 +107,7 @@ export class BoardView {
       projectId: t.projectId,
       projectName: t.projectId ? (this.projects.get(t.projectId)?.name ?? null) : null,
       title: t.title,
-      description: t.description,
+      description: descriptionOf(this.doc, t.id),
       type: t.type,
       priority: this.effectivePriority(t),
       ownPriority: t.priority,

@@ -208,10 +208,12 @@ export async function findArchived(
  * commented on it since, a moment before this write.
  */
 export async function lockArchived(
-  w: Pick<WriteScope, 'tx' | 'pendingArchived'>,
+  w: Pick<WriteScope, 'tx' | 'pendingArchived' | 'earlierCommitted'>,
   orgId: string,
   taskId: string,
 ): Promise<StoredTask | undefined> {
+  // An earlier write of the lane may be storing a change of this row: its commit first.
+  await w.earlierCommitted()
   // Read first: an earlier write storing them may commit while the row is read, and then
   // both say the same.
   const pending = w.pendingArchived(taskId)

@@ -173,6 +173,7 @@ export class OrgLane {
           docs,
           marker: write.marker,
           pendingArchived: () => this.people.archivedAll(),
+          earlierCommitted: () => this.earlierCommitted(write),
         })
         write.scope = scope
         const value = await insideWrite.run(this, () => fn(scope))
@@ -262,7 +263,7 @@ export class OrgLane {
     const requestId = currentRequest()?.id
     const staged = events.length > 0 ? sink?.stage(origin, events, requestId) : undefined
     const record: WriteRecord = {
-      updates: mergedByDoc(heldUpdates(write.marker)),
+      updates: [...mergedByDoc(heldUpdates(write.marker)), ...scope.appended],
       keyId: origin.type === 'agent' ? origin.keyId : undefined,
       idempotency: scope.idempotency,
       changes: scope.changes,
@@ -343,7 +344,7 @@ export class OrgLane {
       const recorded = await batch.recorded
       if (!recorded) throw new Error('a batch was committed without its records')
       for (const r of batch.records.slice(0, recorded.stored))
-        for (const u of r.updates) compaction.appended(u.doc)
+        for (const u of r.updates) if (!u.unloaded) compaction.appended(u.doc)
       for (const m of batch.members) if (m.index < recorded.stored) release(m.marker)
       batch.settle(recorded)
       this.services.eventSink()?.stored(recorded.deliveryIds)
@@ -364,6 +365,7 @@ export class OrgLane {
    */
   private async failed(write: LaneWrite, error: unknown): Promise<unknown> {
     this.observeCommit(write, 'failed')
+    for (const f of write.scope?.failure.reverse() ?? []) f()
     this.computed(write)
     if (write.member?.opener) write.member.batch.fail(error)
     this.settlePeople(write, false)

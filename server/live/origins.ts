@@ -62,3 +62,14 @@ export function writeTransaction(write: WriteOrigin): WriteTransactionOrigin {
 export function isConnectionOrigin(origin: unknown): origin is ConnectionOrigin {
   return isTransactionOrigin(origin) && origin.source === 'connection'
 }
+
+/** A server write's transaction (its changes are uncommitted until the lane stores them). */
+export function isWriteOrigin(origin: unknown): origin is WriteTransactionOrigin {
+  return (
+    isTransactionOrigin(origin) &&
+    origin.source === 'local' &&
+    typeof origin.context === 'object' &&
+    origin.context !== null &&
+    'write' in origin.context
+  )
+}

@@ -13,8 +13,15 @@ export type RowOp =
   | { t: 'archived'; id: string; rec: ArchivedRow | null }
   /** An archived card's stats after a comment or screenshot changed. */
   | { t: 'archived_stats'; id: string; rec: TaskStats }
-  /** A card on the board: its words for search (null: it is gone). */
-  | { t: 'text'; id: string; rec: { title: string; description: string } | null }
+  /**
+   * A card's words and whether it is archived (task_texts; rec null: the card is gone; a null
+   * title or archived: as stored).
+   */
+  | {
+      t: 'text'
+      id: string
+      rec: { title: string | null; description: string; archived: boolean | null } | null
+    }
   /** A map people drew on: it moves to the top of list_maps. */
   | { t: 'map_touch'; id: string; rec: null }
   /** A node or edge people drew, for the index agents find its map by. */
@@ -54,7 +61,12 @@ export interface IdempotentWrite {
 /** What one live write records besides its callback's own statements. */
 export interface WriteRecord {
   /** The write's update bytes, per document it changed. */
-  updates: readonly { doc: string; update: Uint8Array }[]
+  updates: readonly {
+    doc: string
+    update: Uint8Array
+    /** Bytes for a document nobody has loaded (WriteScope.append): no compaction to count. */
+    unloaded?: boolean
+  }[]
   /** The agent key the write is made with: held FOR SHARE until the commit. */
   keyId: string | undefined
   /** The Idempotency-Key the write is made under, marked done with it. */

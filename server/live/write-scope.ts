@@ -32,8 +32,24 @@ export interface WriteScope {
   mutate<T>(fn: (doc: Y.Doc) => T): T
   /** Changes another document this write opened. */
   mutateDoc<T>(doc: Y.Doc, fn: (doc: Y.Doc) => T): T
+  /**
+   * Stores an update for a document nobody has loaded, without loading it: the first
+   * content of a document made with this write (a new card's description).
+   */
+  append(docName: string, update: Uint8Array): void
+  /**
+   * Waits until every write computed before this one has committed. A write that locks rows
+   * (FOR UPDATE) calls it first: an earlier write of its lane still committing may change
+   * those rows, and would wait for this write's lock while this write waits for its commit.
+   */
+  earlierCommitted(): Promise<void>
   /** Runs once the transaction committed and the documents show the change. */
   afterCommit(fn: () => void): void
+  /**
+   * Runs if the write fails (nothing of it committed): undoes what it told a cache as it
+   * computed (a description a card presented inside the write reads).
+   */
+  onFailure(fn: () => void): void
   /**
    * What people's edits not yet stored do to an archived card's row (a person archived the
    * card, or commented on it since): they are stored ahead of this write but after it
@@ -65,6 +81,8 @@ export class WriteCollector implements WriteScope {
   readonly events: DomainEvent[] = []
   readonly ops: RowOp[] = []
   readonly after: (() => void)[] = []
+  readonly failure: (() => void)[] = []
+  readonly appended: { doc: string; update: Uint8Array; unloaded: true }[] = []
   idempotency: IdempotentWrite | undefined
   /** The callback queried the transaction: it cannot join a batch (group commit). */
   queried = false
@@ -72,6 +90,7 @@ export class WriteCollector implements WriteScope {
   private readonly docs: ReadonlyMap<string, Y.Doc>
   private readonly marker: object
   private readonly pending: () => ReadonlyMap<string, PendingArchived>
+  private readonly earlier: () => Promise<void>
 
   constructor(options: {
     tx: Queryable
@@ -83,6 +102,7 @@ export class WriteCollector implements WriteScope {
     /** The write's transaction origin. */
     marker: object
     pendingArchived: () => ReadonlyMap<string, PendingArchived>
+    earlierCommitted: () => Promise<void>
   }) {
     const { tx } = options
     this.tx = {
@@ -96,6 +116,7 @@ export class WriteCollector implements WriteScope {
     this.docs = options.docs
     this.marker = options.marker
     this.pending = options.pendingArchived
+    this.earlier = options.earlierCommitted
   }
 
   get doc(): Y.Doc {
@@ -141,8 +162,21 @@ export class WriteCollector implements WriteScope {
     return out as T
   }
 
+  append(docName: string, update: Uint8Array): void {
+    if (this.docs.has(docName)) throw new Error(`${docName} is open in this write: change it`)
+    this.appended.push({ doc: docName, update, unloaded: true })
+  }
+
+  earlierCommitted(): Promise<void> {
+    return this.earlier()
+  }
+
   afterCommit(fn: () => void): void {
     this.after.push(fn)
+  }
+
+  onFailure(fn: () => void): void {
+    this.failure.push(fn)
   }
 
   pendingArchived(taskId: string): PendingArchived {

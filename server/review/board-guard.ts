@@ -1,4 +1,4 @@
-import * as Y from 'yjs'
+import type * as Y from 'yjs'
 import { boardMaps, readStoredTask } from '../../shared/board-doc.ts'
 import { COLUMN_ROLES, HEX_COLOR, LIMITS, PRIORITIES, TASK_TYPES } from '../../shared/constants.ts'
 import {
@@ -28,6 +28,19 @@ import { type Editor, LastValid, same, setField, snapshot } from './guard-kit.ts
  * sees it leave the board in the same compensating transaction, as archive_task does.
  */
 
+/** The holder's label while a live claim of someone other than `editor` holds the card. */
+export function claimHolder(
+  claims: { get(taskId: string): unknown },
+  taskId: string,
+  editor: Editor,
+  now: number,
+): string | undefined {
+  const claim = claims.get(taskId) as Record<string, unknown> | undefined
+  if (!claim || claim.releasedAt || Date.parse(String(claim.expiresAt)) <= now) return undefined
+  if (editor.keyId && claim.keyId === editor.keyId) return undefined
+  return String(claim.holder ?? 'an agent')
+}
+
 export interface BoardReport {
   changes: { kind: ChangeKind; entityId: string }[]
   events: DomainEvent[]
@@ -40,7 +53,8 @@ export interface BoardReport {
 type Maps = ReturnType<typeof boardMaps>
 
 const TASK_OWNED = ['createdAt', 'createdByEmail', 'stats'] as const
-const TEXT_KEYS = ['description'] as const
+/** Card fields that are Y.Texts on the board: none since version 3 (the description moved). */
+const TEXT_KEYS = [] as const
 
 const isString = (v: unknown): v is string => typeof v === 'string'
 const nullableOf = (v: unknown, values: readonly string[]) =>
@@ -56,12 +70,8 @@ function taskFieldError(key: string, v: unknown, maps: Maps): string | undefined
       return len(v, LIMITS.taskTitle.min, LIMITS.taskTitle.max)
         ? undefined
         : `title must be 1–${LIMITS.taskTitle.max} characters`
-    case 'description': {
-      const text = v instanceof Y.Text ? v.toString() : v
-      return isString(text) && text.length <= LIMITS.taskDescription.max
-        ? undefined
-        : `description must be at most ${LIMITS.taskDescription.max} characters`
-    }
+    case 'description':
+      return "a card's description lives in its own document (<orgId>/tasks/<taskId>), not on the board"
     case 'type':
       return nullableOf(v, TASK_TYPES) ? undefined : `type must be one of ${TASK_TYPES.join(', ')}`
     case 'priority':
@@ -163,11 +173,7 @@ export class BoardGuard {
 
   /** The holder's label while a live claim of someone other than this editor holds the card. */
   heldBy(taskId: string, editor: Editor): string | undefined {
-    const claim = this.maps.claims.get(taskId) as Record<string, unknown> | undefined
-    if (!claim || claim.releasedAt || Date.parse(String(claim.expiresAt)) <= this.now().getTime())
-      return undefined
-    if (editor.keyId && claim.keyId === editor.keyId) return undefined
-    return String(claim.holder ?? 'an agent')
+    return claimHolder(this.maps.claims, taskId, editor, this.now().getTime())
   }
 
   /**
@@ -322,7 +328,7 @@ export class BoardGuard {
         : key === 'blockedBy' && key in current
           ? this.blockedByError(taskId, current[key], saved.blockedBy)
           : key in current
-            ? taskFieldError(key, key === 'description' ? m.get(key) : current[key], this.maps)
+            ? taskFieldError(key, current[key], this.maps)
             : `${key} cannot be removed`
       if (error) {
         refused ??= error
@@ -375,7 +381,7 @@ export class BoardGuard {
             .map(([k, v]) =>
               k === 'blockedBy'
                 ? this.blockedByError(taskId, v, [])
-                : taskFieldError(k, k === 'description' ? m.get(k) : v, this.maps),
+                : taskFieldError(k, v, this.maps),
             )
             .find((e) => e !== undefined)
     if (problem) {
@@ -383,8 +389,6 @@ export class BoardGuard {
       report.reverts.push({ reason: `card not created: ${problem}`, taskId })
       return
     }
-    if (!(m.get('description') instanceof Y.Text))
-      m.set('description', new Y.Text(String(m.get('description') ?? '')))
     for (const [k, v] of [
       ['type', null],
       ['priority', null],

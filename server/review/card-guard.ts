@@ -3,6 +3,7 @@ import { cardMaps, commentOrder, readComment } from '../../shared/card-doc.ts'
 import { LIMITS } from '../../shared/constants.ts'
 import { isUuid } from '../../shared/ids.ts'
 import type { Revert } from '../../shared/live-protocol.ts'
+import { replaceText } from '../../shared/ytext.ts'
 import { stampAfter } from '../board/stamps.ts'
 import type { ChangeKind, DomainEvent } from '../live/events.ts'
 import { GUARD_ORIGIN } from '../live/origins.ts'
@@ -10,12 +11,13 @@ import type { RowOp } from '../live/write-record.ts'
 import { type Editor, LastValid, same, snapshot } from './guard-kit.ts'
 
 /**
- * Holds people's live edits of a card document (its comments and screenshots) to the
- * rules agents obey, as BoardGuard does for the board: a person may add a comment and edit
- * their own; a comment's body is 1–10,000 characters; authorship and timestamps are the
- * server's; nobody removes a comment or touches a screenshot by editing the document (the
- * app API does that). A comment written offline on a card archived meanwhile is kept: the
- * card document outlives the card's place on the board.
+ * Holds people's live edits of a card document (its description, comments and
+ * screenshots) to the rules agents obey, as BoardGuard does for the board: the description
+ * is at most 20,000 characters and locked while someone else holds the card's claim; a
+ * person may add a comment and edit their own; a comment's body is 1–10,000 characters;
+ * authorship and timestamps are the server's; nobody removes a comment or touches a
+ * screenshot by editing the document (the app API does that). A comment written offline on
+ * a card archived meanwhile is kept: the card document outlives the card's place on the board.
  */
 
 export interface CardReport {
@@ -25,7 +27,16 @@ export interface CardReport {
   reverts: Revert[]
   /** A comment was added: the card's `stats` follow its document. */
   statsChanged: boolean
+  /** The description was changed (and kept): its new text. */
+  description: string | undefined
 }
+
+/** Who holds a card's live claim, if not this editor (from the board document's claims). */
+export type ClaimHolder = (taskId: string, editor: Editor) => string | undefined
+
+/** The transaction changed this type (a Y.Text, which Yjs's typings keep apart from the map). */
+const changedIn = (tr: Y.Transaction, type: object) =>
+  (tr.changed as Map<object, unknown>).has(type)
 
 const COMMENT_FIELDS = ['taskId', 'body', 'authorEmail', 'agentName', 'createdAt', 'editedAt']
 const COMMENT_OWNED = ['taskId', 'authorEmail', 'agentName', 'createdAt', 'editedAt'] as const
@@ -36,17 +47,27 @@ export class CardGuard {
   private readonly maps: ReturnType<typeof cardMaps>
   private readonly last: LastValid
   private readonly now: () => Date
+  private readonly holder: ClaimHolder
+  /** The description as it last stood valid. */
+  private lastDescription: string
 
-  constructor(doc: Y.Doc, taskId: string, now: () => Date = () => new Date()) {
+  constructor(doc: Y.Doc, taskId: string, holder: ClaimHolder, now: () => Date = () => new Date()) {
     this.doc = doc
     this.taskId = taskId
+    this.holder = holder
     this.now = now
     this.maps = cardMaps(doc)
-    this.last = new LastValid({ comments: this.maps.comments, attachments: this.maps.attachments })
+    this.last = new LastValid(
+      { comments: this.maps.comments, attachments: this.maps.attachments },
+      [this.maps.description],
+    )
+    this.lastDescription = this.maps.description.toString()
   }
 
   remember(tr: Y.Transaction): void {
     this.last.rememberAll(tr)
+    if (changedIn(tr, this.maps.description))
+      this.lastDescription = this.maps.description.toString()
   }
 
   review(tr: Y.Transaction, editor: Editor): CardReport {
@@ -56,15 +77,17 @@ export class CardGuard {
       ops: [],
       reverts: [],
       statsChanged: false,
+      description: undefined,
     }
     const touched = this.last.touched(tr)
     this.doc.transact(() => {
       if (this.last.clearStray(this.doc, tr) > 0) {
         report.reverts.push({
-          reason: 'a card holds only comments and screenshots',
+          reason: 'a card holds only its description, comments and screenshots',
           taskId: this.taskId,
         })
       }
+      if (changedIn(tr, this.maps.description)) this.reviewDescription(editor, report)
       for (const [root, key] of touched) {
         if (root === 'comments') this.reviewComment(key, editor, report)
         else {
@@ -78,6 +101,26 @@ export class CardGuard {
     }, GUARD_ORIGIN)
     for (const [root, key] of touched) this.last.remember(root, key)
     return report
+  }
+
+  /** The description: locked under someone else's claim, at most 20,000 characters. */
+  private reviewDescription(editor: Editor, report: CardReport): void {
+    const text = this.maps.description
+    const holder = this.holder(this.taskId, editor)
+    const value = text.toString()
+    const reason = holder
+      ? `this card is claimed by ${holder}; your change was undone`
+      : value.length > LIMITS.taskDescription.max
+        ? `description must be at most ${LIMITS.taskDescription.max} characters`
+        : undefined
+    if (reason) {
+      replaceText(text, this.lastDescription)
+      report.reverts.push({ reason, taskId: this.taskId })
+      return
+    }
+    this.lastDescription = value
+    report.description = value
+    report.changes.push({ kind: 'task', entityId: this.taskId })
   }
 
   /** The newest comment's createdAt, from the last valid state. */

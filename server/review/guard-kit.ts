@@ -107,13 +107,22 @@ type Saved = { map: Json } | { value: unknown }
 
 export class LastValid {
   private readonly roots: Map<object, string>
+  /** The roots a document may hold: the maps, and others its guard reviews itself. */
+  private readonly known: Map<object, string>
   private readonly maps: Record<string, Y.Map<unknown>>
   private readonly entries = new Map<string, Map<string, Saved>>()
 
-  /** `maps`: the document's root maps by name (any value type: entries are read as unknown). */
-  constructor(maps: Record<string, object>) {
+  /**
+   * `maps`: the document's root maps by name (any value type: entries are read as unknown);
+   * `others`: its other roots (a card's description), which clearStray leaves alone.
+   */
+  constructor(maps: Record<string, object>, others: readonly object[] = []) {
     this.maps = maps as Record<string, Y.Map<unknown>>
     this.roots = new Map(Object.entries(maps).map(([name, m]) => [m, name]))
+    this.known = new Map([
+      ...this.roots,
+      ...others.map((o, i): [object, string] => [o, `other:${i}`]),
+    ])
     for (const [name, root] of Object.entries(this.maps)) {
       const entries = new Map<string, Saved>()
       root.forEach((v, k) => {
@@ -129,7 +138,7 @@ export class LastValid {
 
   /** Undoes what a transaction put outside the known roots (see clearStrayRoots). */
   clearStray(doc: Y.Doc, tr: Y.Transaction): number {
-    return clearStrayRoots(doc, tr, this.roots)
+    return clearStrayRoots(doc, tr, this.known)
   }
 
   /** The last valid snapshot of an entity that is a Y.Map. */

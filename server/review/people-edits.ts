@@ -1,10 +1,11 @@
 import type { Document } from '@hocuspocus/server'
 import type * as Y from 'yjs'
 import { asStats, boardDocName, boardMaps, sameStats } from '../../shared/board-doc.ts'
-import { statsOf } from '../../shared/card-doc.ts'
+import { cardMaps, statsOf } from '../../shared/card-doc.ts'
 import { cardDocName, type DocRef, parseDocName } from '../../shared/doc-names.ts'
 import { encodeNotice, type Revert } from '../../shared/live-protocol.ts'
 import { BoardView } from '../board/board-view.ts'
+import type { Descriptions } from '../board/descriptions.ts'
 import { textOps } from '../board/texts.ts'
 import type { ConnectionContext } from '../live/doc-registry.ts'
 import type { DomainEvent } from '../live/events.ts'
@@ -12,11 +13,12 @@ import {
   type ConnectionOrigin,
   GUARD_ORIGIN,
   isConnectionOrigin,
+  isWriteOrigin,
   type WriteOrigin,
 } from '../live/origins.ts'
 import type { EditReviewer, ReviewHost } from '../live/reviewer.ts'
 import type { RowOp } from '../live/write-record.ts'
-import { BoardGuard, type BoardReport } from './board-guard.ts'
+import { BoardGuard, type BoardReport, claimHolder } from './board-guard.ts'
 import { CardGuard } from './card-guard.ts'
 import { MapGuard } from './map-guard.ts'
 
@@ -30,11 +32,17 @@ import { MapGuard } from './map-guard.ts'
  */
 type Pending = ReturnType<ReviewHost['pending']>
 
+/** How often a person's typing in a description stamps the board card's updatedAt, at most. */
+const STAMP_EVERY_MS = 5_000
+
 export class PeopleEdits implements EditReviewer {
   private readonly host: ReviewHost
+  /** Cards' descriptions: a board document presents through them, a card's document feeds them. */
+  private readonly descriptions: Descriptions
 
-  constructor(host: ReviewHost) {
+  constructor(host: ReviewHost, descriptions: Descriptions) {
     this.host = host
+    this.descriptions = descriptions
   }
 
   /**
@@ -61,11 +69,22 @@ export class PeopleEdits implements EditReviewer {
     })
     switch (ref.kind) {
       case 'board':
+        this.descriptions.attach(document, ref.orgId)
         this.watchBoard(document, ref.orgId, lane)
         return
-      case 'card':
+      case 'card': {
+        // What the description reads once loaded, and every change of it but a server
+        // write's (the write tells the cache itself, and takes it back if it fails), is
+        // what this process knows.
+        const text = cardMaps(document).description
+        this.descriptions.set(ref.orgId, ref.taskId, text.toString())
+        text.observe((event) => {
+          if (!isWriteOrigin(event.transaction.origin))
+            this.descriptions.set(ref.orgId, ref.taskId, text.toString())
+        })
         this.watchCard(document, ref, lane)
         return
+      }
       case 'map':
         this.watchMap(document, ref, lane)
         return
@@ -116,7 +135,11 @@ export class PeopleEdits implements EditReviewer {
           origin: editorOrigin(orgId, context),
           changes: report.changes,
           events: presentBoardEvents(document, report),
-          ops: [...report.ops, ...textOps(document, changedCards)],
+          ops: [
+            ...report.ops,
+            ...textOps(document, changedCards),
+            ...this.archivedTexts(orgId, report.ops),
+          ],
         })
       }
     })
@@ -127,12 +150,17 @@ export class PeopleEdits implements EditReviewer {
     ref: Extract<DocRef, { kind: 'card' }>,
     lane: () => Pending,
   ): void {
-    const guardOf = this.lazyGuard(document, () => new CardGuard(document, ref.taskId))
+    const holder = (taskId: string, editor: { email: string; keyId?: string | undefined }) => {
+      const board = this.host.loaded(boardDocName(ref.orgId))
+      return board ? claimHolder(boardMaps(board).claims, taskId, editor, Date.now()) : undefined
+    }
+    const guardOf = this.lazyGuard(document, () => new CardGuard(document, ref.taskId, holder))
     this.onPersonEdit(document, 'card', guardOf, (guard, tr, origin) => {
       const context = origin.connection.context as ConnectionContext
       const report = guard.review(tr, { email: context.email, keyId: context.keyId })
       this.tell('card', origin.connection, report.reverts)
       const ops: RowOp[] = [...report.ops]
+      if (report.description !== undefined) ops.push(this.describe(ref.orgId, ref.taskId))
       if (report.statsChanged) {
         const stats = statsOf(document)
         if (!this.moveStats(ref.orgId, ref.taskId, stats)) {
@@ -156,6 +184,51 @@ export class PeopleEdits implements EditReviewer {
    * the people's edits). False when the card is not on the board. When the board is not
    * loaded (evicted a moment ago), a repair write is asked for.
    */
+  /** The text ops of the cards a person archived: their words stay searchable, archived. */
+  private archivedTexts(orgId: string, ops: readonly RowOp[]): RowOp[] {
+    return ops.flatMap((op) =>
+      op.t === 'archived' && op.rec
+        ? [
+            {
+              t: 'text' as const,
+              id: op.id,
+              rec: {
+                title: typeof op.rec.title === 'string' ? op.rec.title : '',
+                description: this.descriptions.get(orgId, op.id),
+                archived: true,
+              },
+            },
+          ]
+        : [],
+    )
+  }
+
+  /**
+   * The text op of a card whose description a person changed: its words as they are now,
+   * on the board (whose card's updatedAt is stamped, at most every few seconds: a person
+   * typing must not rewrite the board at each keystroke) or archived.
+   */
+  private describe(orgId: string, taskId: string): RowOp {
+    const description = this.descriptions.get(orgId, taskId)
+    const board = this.host.loaded(boardDocName(orgId))
+    const card = board ? boardMaps(board).tasks.get(taskId) : undefined
+    if (board && card) {
+      const now = new Date()
+      const stamped = Date.parse(String(card.get('updatedAt') ?? ''))
+      if (!(now.getTime() - stamped < STAMP_EVERY_MS)) {
+        board.transact(() => card.set('updatedAt', now.toISOString()), GUARD_ORIGIN)
+      }
+      const title = card.get('title')
+      return {
+        t: 'text',
+        id: taskId,
+        rec: { title: typeof title === 'string' ? title : '', description, archived: false },
+      }
+    }
+    // Archived (or its board not in memory): the title and state are kept as stored.
+    return { t: 'text', id: taskId, rec: { title: null, description, archived: null } }
+  }
+
   private moveStats(orgId: string, taskId: string, stats: ReturnType<typeof statsOf>): boolean {
     const board = this.host.loaded(boardDocName(orgId))
     if (!board) {

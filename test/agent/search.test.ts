@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import * as Y from 'yjs'
+import type * as Y from 'yjs'
 import { boardDocName, boardMaps } from '../../shared/board-doc.ts'
+import { cardMaps } from '../../shared/card-doc.ts'
+import { cardDocName } from '../../shared/doc-names.ts'
 import { replaceText } from '../../shared/ytext.ts'
 import {
   type Agent,
@@ -152,24 +154,32 @@ describe.each(STORAGES)('search_tasks (%s)', (kind) => {
     expect(await found('zebra', { includeArchived: true })).toEqual([])
   })
 
-  test('a person’s live edit of a title is found, once their edit is stored', async () => {
-    const live = await connectProvider(
+  test('a person’s live edits of a title and a description are found, once stored', async () => {
+    const token = await owner.syncToken()
+    const board = await connectProvider(server.url, boardDocName(owner.orgId), token)
+    const card = await connectProvider(
       server.url,
-      boardDocName(owner.orgId),
-      await owner.syncToken(),
+      cardDocName(owner.orgId, ids.retry as string),
+      token,
     )
     try {
-      const card = boardMaps(live.doc).tasks.get(ids.retry as string) as Y.Map<unknown>
-      live.doc.transact(() => {
-        card.set('title', 'Retry schedule for pelican deliveries')
-        const text = card.get('description')
-        if (text instanceof Y.Text) replaceText(text, 'Five retries over four hours.')
-      })
+      const m = boardMaps(board.doc).tasks.get(ids.retry as string) as Y.Map<unknown>
+      board.doc.transact(() => m.set('title', 'Retry schedule for pelican deliveries'))
+      // Version 3: the description lives in the card's own document.
+      card.doc.transact(() =>
+        replaceText(cardMaps(card.doc).description, 'Five retries over four hours.'),
+      )
       await eventuallyAsync(async () => ((await found('pelican')).length === 1 ? true : undefined))
       expect(await found('pelican')).toEqual([ids.retry])
+      await eventuallyAsync(async () =>
+        (await found('schedule hours')).length === 1 ? true : undefined,
+      )
       expect(await found('schedule hours')).toEqual([ids.retry])
+      const { task } = await agent.ok('get_task', { taskId: ids.retry })
+      expect(task.description).toBe('Five retries over four hours.')
     } finally {
-      live.destroy()
+      card.destroy()
+      board.destroy()
     }
   })
 

@@ -92,7 +92,6 @@ export async function seedOrg(
               columnId: columns[n % columns.length] as string,
               projectId: null,
               title: `Card ${n}: ${sentence(6, n)}`,
-              description: sentence(30, n),
               type: 'feature',
               priority: n % 3 === 0 ? 'high' : null,
               tags: n % 5 === 0 ? ['backend'] : [],

@@ -296,7 +296,6 @@ async function previousVersionCopy(page: Page, agent: Agent, orgId: string): Pro
       columnId: columns[0].id,
       projectId: null,
       title: 'Kept by the previous version',
-      description: '',
       type: null,
       priority: null,
       tags: [],

@@ -37,7 +37,6 @@ function boardUpdate(): {
           columnId: columns[i % 3] as string,
           projectId: null,
           title: `Card ${i}`,
-          description: '',
           type: 'chore',
           priority: null,
           tags: i % 4 === 0 ? [`tag${i % 3}`] : [],

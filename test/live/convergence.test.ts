@@ -6,7 +6,13 @@ import { asStats, boardMaps, readStoredTask } from '../../shared/board-doc.ts'
 import { cardMaps, readComment, statsOf } from '../../shared/card-doc.ts'
 import { LIMITS } from '../../shared/constants.ts'
 import { boardDocName, cardDocName } from '../../shared/doc-names.ts'
-import { type Agent, eventually, ownerWithAgent, type Person } from '../support/client.ts'
+import {
+  type Agent,
+  eventually,
+  eventuallyAsync,
+  ownerWithAgent,
+  type Person,
+} from '../support/client.ts'
 import { startServer, type TestServer } from '../support/server.ts'
 import { STORAGES } from '../support/storage.ts'
 
@@ -204,11 +210,9 @@ describe.each(STORAGES)('live documents converge whatever people and agents do (
         case 'move':
           m?.set('columnId', columns[s.column])
           return
-        case 'describe': {
-          const text = m?.get('description')
-          if (text instanceof Y.Text) text.insert(0, s.text)
+        case 'describe':
+          cardMaps((c.cards.get(taskId) as { doc: Y.Doc }).doc).description.insert(0, s.text)
           return
-        }
         case 'archive':
           m?.set('archivedAt', new Date().toISOString())
           return
@@ -259,7 +263,15 @@ describe.each(STORAGES)('live documents converge whatever people and agents do (
       claims: boardMaps(doc).claims.toJSON(),
       columns: boardMaps(doc).columns.toJSON(),
     })
-  const cardState = (doc: Y.Doc) => canonical(cardMaps(doc).comments.toJSON())
+  const cardState = (doc: Y.Doc) =>
+    canonical({
+      comments: cardMaps(doc).comments.toJSON(),
+      description: cardMaps(doc).description.toString(),
+    })
+  const descriptionOf = (taskId: string) =>
+    server.app.live.read(cardDocName(owner.orgId, taskId), (doc) =>
+      cardMaps(doc).description.toString(),
+    )
 
   test('every replica converges, satisfies the schema and every lock, and Postgres agrees', async () => {
     await fc.assert(
@@ -268,11 +280,13 @@ describe.each(STORAGES)('live documents converge whatever people and agents do (
         // A claimed card, as the board showed it after its holder's last write: people's
         // edits must not move it while the claim lives (comments may).
         const heldSince = new Map<string, string>()
-        const snapshot = (taskId: string) =>
-          server.app.live.read(boardDocName(owner.orgId), (doc) => {
+        const snapshot = async (taskId: string) => {
+          const fields = await server.app.live.read(boardDocName(owner.orgId), (doc) => {
             const m = boardMaps(doc).tasks.get(taskId)
             return m ? lockedFields(readStoredTask(taskId, m)) : 'archived'
           })
+          return fields === 'archived' ? fields : fields + (await descriptionOf(taskId))
+        }
         for (const s of steps) {
           const done = await apply(s)
           if (!('card' in s) || 'who' in s) continue
@@ -309,6 +323,8 @@ describe.each(STORAGES)('live documents converge whatever people and agents do (
         })
 
         // The schema and the locks.
+        const descriptions = new Map<string, string>()
+        for (const id of cards) descriptions.set(id, await descriptionOf(id))
         const problems = await server.app.live.read(boardDocName(owner.orgId), (doc) => {
           const out: string[] = []
           const maps = boardMaps(doc)
@@ -319,7 +335,11 @@ describe.each(STORAGES)('live documents converge whatever people and agents do (
             if (!maps.columns.has(t.columnId)) out.push(`${id} in a missing column`)
             if (t.archivedAt !== null) out.push(`${id} archived but on the board`)
             const held = heldSince.get(id)
-            if (held && held !== 'archived' && held !== lockedFields(t))
+            if (
+              held &&
+              held !== 'archived' &&
+              held !== lockedFields(t) + (descriptions.get(id) ?? '')
+            )
               out.push(`claimed ${id} changed`)
           })
           maps.claims.forEach((_, id) => {
@@ -385,6 +405,15 @@ describe.each(STORAGES)('live documents converge whatever people and agents do (
           )
           const stats = onBoard.get(id) ?? asStats(archived.find((r) => r.id === id)?.record.stats)
           expect(stats).toEqual(thread.stats)
+          // The description Postgres keeps is the card document's (written by the server
+          // in the transaction after people's edits reach it).
+          await eventuallyAsync(async () => {
+            const [row] = await db.query<{ description: string }>(
+              'select description from task_texts where id = $1',
+              [id],
+            )
+            return row?.description === descriptions.get(id) ? true : undefined
+          }, 10_000)
         }
       }),
       { numRuns: 60 },
@@ -401,11 +430,11 @@ function canonical(value: unknown): string {
   )
 }
 
-/** A card's fields a claim locks (everything people could change but its stats). */
+/** A card's board fields a claim locks (everything people could change but its stats; its
+ * description, in the card document, is locked too). */
 function lockedFields(t: ReturnType<typeof readStoredTask>): string {
   return JSON.stringify({
     title: t.title,
-    description: t.description,
     columnId: t.columnId,
     position: t.position,
     tags: t.tags,

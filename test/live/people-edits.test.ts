@@ -197,12 +197,59 @@ describe.each(STORAGES)("people's live edits follow the agents' rules (%s)", (ki
     expect(message.reason).toMatch(reason)
   })
 
+  /** Two people's copies of a card's own document (its description lives there). */
+  async function cardDocs(taskId: string): Promise<[LiveClient, LiveClient]> {
+    const name = cardDocName(owner.orgId, taskId)
+    return [
+      await connectProvider(server.url, name, await owner.syncToken()),
+      await connectProvider(server.url, name, await owner.syncToken()),
+    ]
+  }
+
   test('a description over 20,000 characters is reverted to the last valid text', async () => {
     const card = await newCard('long text')
-    const text = task(a, card.id).get('description') as Y.Text
-    text.insert(text.length, 'y'.repeat(20_001))
-    await eventually(() => (text.toString() === 'start' ? true : undefined))
-    expect((task(b, card.id).get('description') as Y.Text).toString()).toBe('start')
+    const [ca, cb] = await cardDocs(card.id)
+    try {
+      const text = cardMaps(ca.doc).description
+      await eventually(() => (text.toString() === 'start' ? true : undefined))
+      text.insert(text.length, 'y'.repeat(20_001))
+      await eventually(() => (text.toString() === 'start' ? true : undefined))
+      expect(cardMaps(cb.doc).description.toString()).toBe('start')
+    } finally {
+      ca.destroy()
+      cb.destroy()
+    }
+  })
+
+  test('a description on the board (version 3: it lives in the card document) is reverted', async () => {
+    const card = await newCard('no text here')
+    task(a, card.id).set('description', new Y.Text('smuggled'))
+    await eventually(() => (task(a, card.id).has('description') ? undefined : true))
+    expect(task(b, card.id).has('description')).toBe(false)
+    expect((await agent.ok('get_task', { taskId: card.id })).task.description).toBe('start')
+  })
+
+  test("a claimed card's description is locked: a person's edit of it is reverted, and they are told who holds it", async () => {
+    const card = await newCard('claimed text')
+    await agent.ok('claim_task', { taskId: card.id, agentName: 'Holder' })
+    const [ca, cb] = await cardDocs(card.id)
+    try {
+      const reverts: { reason: string }[] = []
+      ca.provider.on('stateless', ({ payload }: { payload: string }) => {
+        const message = JSON.parse(payload)
+        if (message.type === 'reverted') reverts.push(message)
+      })
+      const text = cardMaps(ca.doc).description
+      await eventually(() => (text.toString() === 'start' ? true : undefined))
+      text.insert(0, 'Not mine: ')
+      await eventually(() => (text.toString() === 'start' ? true : undefined))
+      expect(cardMaps(cb.doc).description.toString()).toBe('start')
+      const told = await eventually(() => reverts[0])
+      expect(told.reason).toMatch(/claimed by Holder/)
+    } finally {
+      ca.destroy()
+      cb.destroy()
+    }
   })
 
   test('a write into claims is reverted', async () => {
@@ -223,7 +270,6 @@ describe.each(STORAGES)("people's live edits follow the agents' rules (%s)", (ki
     boardMaps(a.doc).tasks.delete(card.id)
     await eventually(() => task(a, card.id))
     expect(task(a, card.id).get('title')).toBe('keep me')
-    expect((task(a, card.id).get('description') as Y.Text).toString()).toBe('start')
     expect((await agent.ok('get_task', { taskId: card.id })).task.title).toBe('keep me')
   })
 
@@ -232,7 +278,6 @@ describe.each(STORAGES)("people's live edits follow the agents' rules (%s)", (ki
     const m = new Y.Map<unknown>()
     m.set('columnId', columns[1]?.id)
     m.set('title', 'Made in the browser')
-    m.set('description', new Y.Text('hello'))
     m.set('position', 5)
     m.set('createdByEmail', 'forged@example.test')
     boardMaps(a.doc).tasks.set(id, m)
@@ -343,8 +388,12 @@ describe.each(STORAGES)("people's live edits follow the agents' rules (%s)", (ki
 
   test('two people editing one description concurrently both keep their text', async () => {
     const card = await newCard()
-    const textA = task(a, card.id).get('description') as Y.Text
-    const textB = task(b, card.id).get('description') as Y.Text
+    const [ca, cb] = await cardDocs(card.id)
+    const textA = cardMaps(ca.doc).description
+    const textB = cardMaps(cb.doc).description
+    await eventually(() =>
+      textA.toString() === 'start' && textB.toString() === 'start' ? true : undefined,
+    )
     textA.insert(0, 'Alice wrote this. ')
     textB.insert(textB.length, ' Bob wrote that.')
     const both = (t: Y.Text) =>
@@ -361,6 +410,21 @@ describe.each(STORAGES)("people's live edits follow the agents' rules (%s)", (ki
       return r.task.description === final ? r.task.description : undefined
     })
     expect(stored).toContain('start')
+    ca.destroy()
+    cb.destroy()
+    // What get_board and search read comes from Postgres, written with the edit.
+    const [row] = await server.app.db.query<{ description: string }>(
+      'select description from task_texts where id = $1',
+      [card.id],
+    )
+    await eventuallyAsync(async () => {
+      const [r] = await server.app.db.query<{ description: string }>(
+        'select description from task_texts where id = $1',
+        [card.id],
+      )
+      return r?.description === final ? true : undefined
+    })
+    expect(row).toBeDefined()
   })
 })
 

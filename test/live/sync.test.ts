@@ -4,6 +4,8 @@ import { sharedSecret } from '../../server/auth/secrets.ts'
 import { signSyncToken } from '../../server/auth/sync-tokens.ts'
 import { MERGE_AFTER, MERGED_MAX } from '../../server/live/compaction.ts'
 import { boardDocName, boardMaps } from '../../shared/board-doc.ts'
+import { cardMaps } from '../../shared/card-doc.ts'
+import { cardDocName } from '../../shared/doc-names.ts'
 import { connectProvider, eventually, ownerWithAgent } from '../support/client.ts'
 import { startServer, type TestServer } from '../support/server.ts'
 import { STORAGES } from '../support/storage.ts'
@@ -46,8 +48,16 @@ describe.each(STORAGES)('live documents (%s)', (kind) => {
         description: 'text',
       })
       const m = await eventually(() => boardMaps(live.doc).tasks.get(task.id))
-      expect(String(m.get('description'))).toBe('text')
       expect(m.get('columnId')).toBe(columns[1].id)
+      // Version 3: the board card carries what the board shows; the description is the
+      // card document's.
+      expect(m.has('description')).toBe(false)
+      const card = await connectProvider(server.url, cardDocName(owner.orgId, task.id), agent.key)
+      try {
+        expect(cardMaps(card.doc).description.toString()).toBe('text')
+      } finally {
+        card.destroy()
+      }
     } finally {
       live.destroy()
     }

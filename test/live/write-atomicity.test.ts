@@ -88,10 +88,11 @@ describe.each(STORAGES)('a write whose commit fails leaves nothing visible (%s)'
       description: 'kept and extended',
     })
     expect(moved.task.title).toBe('Original')
-    const m = await eventually(() => {
-      const t = boardMaps(live.doc).tasks.get(task.id)
-      return t?.get('description')?.toString() === 'kept and extended' ? t : undefined
-    })
+    expect(moved.task.description).toBe('kept and extended')
+    expect((await agent.ok('get_task', { taskId: task.id })).task.description).toBe(
+      'kept and extended',
+    )
+    const m = await eventually(() => boardMaps(live.doc).tasks.get(task.id))
     expect(m.get('title')).toBe('Original')
   })
 

@@ -2,7 +2,6 @@ import * as Y from 'yjs'
 import { boardMaps } from '../../../shared/board-doc.ts'
 import { cardMaps } from '../../../shared/card-doc.ts'
 import { LIMITS, POSITION_STEP, type Priority, type TaskType } from '../../../shared/constants.ts'
-import { replaceText } from '../../../shared/ytext.ts'
 import { uuid } from '../ids.ts'
 import type { BoardStore } from './board-store.ts'
 
@@ -84,7 +83,6 @@ export function createTask(
     m.set('columnId', input.columnId)
     m.set('projectId', input.projectId)
     m.set('title', input.title.slice(0, LIMITS.taskTitle.max))
-    m.set('description', new Y.Text(''))
     m.set('type', null)
     m.set('priority', null)
     m.set('tags', [])
@@ -144,21 +142,6 @@ export function archiveTask(doc: Y.Doc, taskId: string): void {
   const m = task(doc, taskId)
   if (!m) return
   doc.transact(() => m.set('archivedAt', now()), LOCAL)
-}
-
-/** The description as a Y.Text, created in place for a card stored without one. */
-export function descriptionText(doc: Y.Doc, taskId: string): Y.Text | undefined {
-  const m = task(doc, taskId)
-  if (!m) return undefined
-  const d = m.get('description')
-  if (d instanceof Y.Text) return d
-  const t = new Y.Text(typeof d === 'string' ? d : '')
-  doc.transact(() => m.set('description', t), LOCAL)
-  return t
-}
-
-export function setDescription(doc: Y.Doc, text: Y.Text, value: string): void {
-  doc.transact(() => replaceText(text, value.slice(0, LIMITS.taskDescription.max)), LOCAL)
 }
 
 /** Trims, folds case duplicates keeping the first casing, and refuses what the limits refuse. */

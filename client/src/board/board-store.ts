@@ -1,4 +1,4 @@
-import * as Y from 'yjs'
+import type * as Y from 'yjs'
 import {
   asStats,
   type BoardMaps,
@@ -205,13 +205,6 @@ export class BoardStore {
   /** Changes whenever the card's dependency sections would show something else (topic `deps:<id>`). */
   depsVersion(taskId: string): number {
     return this.depsVersions.get(taskId) ?? 0
-  }
-
-  /** The card's Y.Text description (created on first edit when an old card has none). */
-  description(taskId: string): Y.Text | undefined {
-    const m = this.maps.tasks.get(taskId)
-    const d = m?.get('description')
-    return d instanceof Y.Text ? d : undefined
   }
 
   // ---- subscribing ----------------------------------------------------------------------

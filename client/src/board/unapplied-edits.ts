@@ -22,7 +22,6 @@ export interface CardEdit {
 
 const EDITABLE = new Set([
   'title',
-  'description',
   'type',
   'priority',
   'projectId',

@@ -1,10 +1,11 @@
 import { useEffect, useId, useRef, useState } from 'react'
+import { cardMaps } from '../../../shared/card-doc.ts'
 import { LIMITS } from '../../../shared/constants.ts'
 import { effectivePriority } from '../../../shared/priority.ts'
 import type { ClaimRecord } from '../../../shared/records.ts'
 import { appApi } from '../api/app-api.ts'
 import { describeError } from '../api/http.ts'
-import { archiveTask, descriptionText, updateTask } from '../board/board-actions.ts'
+import { archiveTask, updateTask } from '../board/board-actions.ts'
 import { type PresenceStore, usePresence } from '../board/presence.ts'
 import { useCard, useColumns, useProjects, useTags } from '../board/use-board.ts'
 import { useDocStatus } from '../live/use-live.ts'
@@ -126,7 +127,8 @@ function PanelBody({
   const viewers = usePresence(presence, `card:${taskId}`, (p) => p.onCard(taskId))
   const titleId = useId()
   const description = useRef<HTMLTextAreaElement>(null)
-  const [text] = useState(() => descriptionText(store.doc, taskId))
+  // The description lives in the card's own document (version 3): editable once it is open.
+  const text = cardDoc ? cardMaps(cardDoc.doc).description : undefined
   useYTextarea(text, description, LIMITS.taskDescription.max)
   const [title, setTitle] = useState(card?.title ?? '')
   const [editingTitle, setEditingTitle] = useState(false)
@@ -301,8 +303,14 @@ function PanelBody({
           id={`${titleId}-desc`}
           ref={description}
           className="description"
-          placeholder={locked ? 'No description' : 'Add a description… (edited together, live)'}
-          readOnly={locked}
+          placeholder={
+            !text
+              ? 'Loading the description…'
+              : locked
+                ? 'No description'
+                : 'Add a description… (edited together, live)'
+          }
+          readOnly={locked || !text}
           maxLength={LIMITS.taskDescription.max}
         />
       </section>

@@ -1,19 +1,12 @@
 import { PRIORITIES, TASK_TYPES } from '../../../shared/constants.ts'
 import { appApi } from '../api/app-api.ts'
-import {
-  descriptionText,
-  moveTask,
-  setDescription,
-  type TaskPatch,
-  updateTask,
-} from '../board/board-actions.ts'
+import { moveTask, type TaskPatch, updateTask } from '../board/board-actions.ts'
 import type { BoardStore } from '../board/board-store.ts'
 import type { CardEdit } from '../board/unapplied-edits.ts'
 import { notify } from '../ui/notices.tsx'
 
 const LABELS: Record<string, string> = {
   title: 'Title',
-  description: 'Description',
   type: 'Type',
   priority: 'Priority',
   projectId: 'Project',
@@ -66,10 +59,6 @@ function apply(store: BoardStore, edit: CardEdit): void {
   const blockers = strings(f.blockedBy)
   if (blockers) patch.blockedBy = blockers
   updateTask(store.doc, edit.taskId, patch)
-  if (typeof f.description === 'string') {
-    const text = descriptionText(store.doc, edit.taskId)
-    if (text && text.toString() !== f.description) setDescription(store.doc, text, f.description)
-  }
   if (typeof f.columnId === 'string' && store.column(f.columnId)) {
     const ids = store.cardsOf(f.columnId).ids.filter((id) => id !== edit.taskId)
     const last = ids.length > 0 ? store.card(ids[ids.length - 1] as string) : undefined

@@ -68,12 +68,11 @@ export function archivedCardRoutes(app: AppRouter): void {
       const before = pageCursor(query.get('before'))
       const page = await archivedPage(db, org.id, limit + 1, before)
       const shown = page.slice(0, limit)
-      const claims = await claimsByIds(
-        db,
-        org.id,
-        shown.map((t) => t.id),
-        clock.now(),
-      )
+      const ids = shown.map((t) => t.id)
+      const [claims] = await Promise.all([
+        claimsByIds(db, org.id, ids, clock.now()),
+        app.deps.descriptions.load(org.id, ids),
+      ])
       const tasks = await app
         .context({ user, org })
         .readBoard((view) => shown.map((t): Task => view.present(t, shownOnCard(claims.get(t.id)))))
@@ -109,6 +108,7 @@ export function archivedCardRoutes(app: AppRouter): void {
       const stored = await findArchived(db, org.id, taskId, app.deps.live.pendingArchived(org.id))
       if (!stored)
         throw new ApiError(404, `No archived card with taskId ${taskId} in this organisation`)
+      await app.deps.descriptions.load(org.id, [taskId])
       const claims = await claimsByIds(db, org.id, [taskId], clock.now())
       const task = await app
         .context({ user, org })
@@ -146,6 +146,7 @@ export function archivedCardRoutes(app: AppRouter): void {
         if (view.hasTask(taskId)) throw conflict(`Card ${taskId} is on the board, not archived`)
         const archived = await lockArchived(w, org.id, taskId)
         if (!archived) throw new ApiError(404, `No card with taskId ${taskId} in this organisation`)
+        await app.deps.descriptions.load(org.id, [taskId], w.tx)
         await assertUnclaimed(w.tx, org.id, [taskId], clock.now())
         const columnId = restoreColumn(view, archived)
         if (!columnId) throw conflict('The board has no column to restore the card into')

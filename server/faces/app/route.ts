@@ -6,6 +6,7 @@ import { type ActionContext, actionContext, type Caller } from '../../actions/co
 import { parseParams } from '../../actions/validation.ts'
 import type { OrgMembership, User } from '../../auth/accounts.ts'
 import { requireMember, requireUser } from '../../auth/session.ts'
+import type { Descriptions } from '../../board/descriptions.ts'
 import type { Clock } from '../../clock.ts'
 import type { Config } from '../../config.ts'
 import { badRequest } from '../../errors.ts'
@@ -26,6 +27,7 @@ export interface AppDeps {
   syncSecret: string
   /** The delivery worker's clock and reply window (rotation and test pings read them). */
   webhooks: Pick<Webhooks, 'clock' | 'timeoutMs'>
+  descriptions: Descriptions
 }
 
 /** Bytes the browser saves as a file. */
