@@ -26,12 +26,15 @@ import { createLogger, type LogDestination, type ServiceLogger } from './http/lo
 import { STATIC, serveRequest } from './http/request-log.ts'
 import { type RegisteredRoute, Router } from './http/router.ts'
 import { unavailableError } from './http/unavailable.ts'
+import { expireBases } from './live/generations.ts'
 import { type Authenticate, LiveDocs } from './live/live-docs.ts'
 import { errorCode, Metrics } from './metrics/metrics.ts'
 import { rateBudgets } from './rate-limit/budgets.ts'
 import { RateLimiter } from './rate-limit/limiter.ts'
 import { PeopleEdits } from './review/people-edits.ts'
+import { Sweeper } from './sweeper.ts'
 import { migrateLayout } from './upgrades/layout-v2.ts'
+import { moveDescriptions } from './upgrades/layout-v3.ts'
 import { fillTaskTexts } from './upgrades/task-texts.ts'
 import { type WebhookOptions, Webhooks } from './webhooks/webhooks.ts'
 
@@ -106,6 +109,7 @@ export async function createApp(
   await migrate(db)
   await migrateLayout(db, log)
   await fillTaskTexts(db, log)
+  await moveDescriptions(db, log)
   const syncSecret = await sharedSecret(db, 'sync-token')
   // Several processes share organisations only through Redis: then every read asks storage.
   const descriptions = new Descriptions(db, { shared: config.redisUrl !== undefined })
@@ -168,6 +172,12 @@ export async function createApp(
   })
   const oauthSweeper = new OAuthSweeper({ db, log })
   const idempotencySweeper = new IdempotencySweeper({ db, log, clock })
+  // Ended generations' bases (live/generations.ts): a replica offline longer starts afresh.
+  const baseSweeper = new Sweeper({
+    what: "ended generations' bases",
+    log,
+    sweep: () => expireBases(db, new Date(clock.now())),
+  })
   // The HTTP API as OpenAPI 3.1: the agent endpoint from the action table, the app API and
   // the files from the routes' own registrations (built once, every route registered).
   const openApi = openApiDocument(router.registered())
@@ -258,6 +268,7 @@ export async function createApp(
           webhooks.start()
           oauthSweeper.start()
           idempotencySweeper.start()
+          baseSweeper.start()
           resolve(app.url)
         })
       }),
@@ -271,6 +282,7 @@ export async function createApp(
       await webhooks.stop()
       await oauthSweeper.stop()
       await idempotencySweeper.stop()
+      await baseSweeper.stop()
       unobserve()
       if (!options.db) await db.close()
     },

@@ -18,6 +18,12 @@ export const CLOSE = {
    * held the uncommitted change): reconnect and sync again; nothing of yours is lost.
    */
   reloaded: { code: 4205, reason: 'Document reloaded; reconnect' },
+  /**
+   * The document started over as a new generation (docs/design.md, "Re-basing a
+   * document"), or this replica holds one that ended: its copy cannot sync any more. Carry
+   * your unsent edits across by key (shared/rebase.ts) onto a fresh copy, or start from one.
+   */
+  rebased: { code: 4409, reason: 'Document re-based; start from the new generation' },
 } as const
 
 export type CloseCase = keyof typeof CLOSE

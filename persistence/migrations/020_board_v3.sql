@@ -17,6 +17,22 @@ $$;
 create trigger task_texts_stamp before insert or update on task_texts
   for each row execute function task_texts_stamp();
 
+-- Generations (docs/design.md, "Re-basing a document"): a document whose stored form is
+-- dominated by tombstones starts over as a new generation built from its current state.
+-- One row per generation that ended: its final state vector (a replica whose state names
+-- clients of an ended generation holds that generation, and is refused) and its final
+-- state as gzipped JSON (the base a replica compares its own copy with, to carry its
+-- unsent edits across by key; dropped after 30 days). A document's current generation is
+-- one more than its last ended one, 0 when it never ended one.
+create table doc_generations (
+  doc_name text not null,
+  generation integer not null,
+  final_state_vector bytea not null,
+  base bytea,
+  ended_at timestamptz not null default now(),
+  primary key (doc_name, generation)
+);
+
 drop function record_writes(uuid, boolean, uuid[], uuid[], text[], uuid[], text[], integer[],
                             text[], text[], integer[], text[], uuid[], text, integer[], uuid[],
                             text[], text[], timestamptz[], text[]);
@@ -71,7 +87,10 @@ create function record_writes(
   p_event_times timestamptz[],
   -- One element per event: the X-Request-Id of the request that raised it (null for
   -- people's live edits and the server's own writes).
-  p_event_request_ids text[] default null
+  p_event_request_ids text[] default null,
+  -- One element per update: the generation of the document it was made on. A document
+  -- re-based since is refused (CB410): the update belongs to a generation that is gone.
+  p_update_generations integer[] default null
 ) returns table (stored integer, refused text, delivery_id uuid) language plpgsql as $$
 declare
   v_stored integer := 0;
@@ -79,6 +98,7 @@ declare
   v_key uuid;
   v_response text;
   v_ops jsonb := coalesce(p_ops, '[]')::jsonb;
+  v_rebased text;
 begin
   for i in 1 .. cardinality(p_key_ids) loop
     v_key := p_key_ids[i];
@@ -112,6 +132,24 @@ begin
     end if;
     v_stored := v_stored + 1;
   end loop;
+
+  -- Each write holds its documents' generation lock, shared, until it commits; a re-base
+  -- takes it alone (server/live/rebase.ts), so no update of the old generation is stored
+  -- after the new one: it waits, then finds its generation gone.
+  if p_update_generations is not null and cardinality(p_update_docs) > 0 then
+    perform pg_advisory_xact_lock_shared(hashtext('generation:' || d.doc_name))
+       from (select distinct x.doc_name from unnest(p_update_docs) as x (doc_name)
+              order by 1) d;
+    select u.doc_name into v_rebased
+      from unnest(p_update_docs, p_update_generations) as u (doc_name, generation)
+     where u.generation <> coalesce((select g.generation + 1 from doc_generations g
+                                      where g.doc_name = u.doc_name
+                                      order by g.generation desc limit 1), 0)
+     limit 1;
+    if v_rebased is not null then
+      raise exception 'document % was re-based', v_rebased using errcode = 'CB410';
+    end if;
+  end if;
 
   insert into doc_updates (doc_name, data)
   select u.doc_name, decode(u.data, 'base64')

@@ -66,6 +66,7 @@ const PATH_PARAMS: Record<string, string> = {
   fileId: 'The screenshot file.',
   name: 'The image file: <fileId>.<extension>.',
   filename: "The screenshot's file name.",
+  generation: 'An ended generation of the document (0 for its first).',
 }
 
 const openApiPath = (path: string) => path.replace(/:(\w+)/g, '{$1}')

@@ -1,10 +1,12 @@
 import { Worker } from 'node:worker_threads'
+import type { CompactionJob, CompactionReply } from './compaction.worker.ts'
 
-interface Reply {
-  id: number
-  snapshot?: Uint8Array
-  error?: string
-}
+type Job = CompactionJob extends infer J
+  ? J extends { id: number }
+    ? Omit<J, 'id'>
+    : never
+  : never
+type Done<Op> = Extract<CompactionReply, { op: Op }>
 
 /**
  * Merges documents' stored updates, or replays them into snapshots, on a worker thread.
@@ -22,20 +24,28 @@ export class Compactor {
   private nextId = 0
   private readonly waiting = new Map<
     number,
-    { resolve: (snapshot: Uint8Array) => void; reject: (error: Error) => void }
+    { resolve: (reply: CompactionReply) => void; reject: (error: Error) => void }
   >()
 
-  /** One snapshot replayed from the updates (deleted content dropped). */
-  snapshot(updates: Uint8Array[]): Promise<Uint8Array> {
-    return this.run('snapshot', updates)
+  /**
+   * One snapshot replayed from a document's updates (deleted content dropped), and the size
+   * it would have as a new generation (re-based: none of its tombstones).
+   */
+  async snapshot(updates: Uint8Array[], name: string): Promise<Done<'snapshot'>> {
+    return (await this.run({ op: 'snapshot', updates, name })) as Done<'snapshot'>
   }
 
   /** One update merged from the updates, without a replay. */
-  merge(updates: Uint8Array[]): Promise<Uint8Array> {
-    return this.run('merge', updates)
+  async merge(updates: Uint8Array[]): Promise<Uint8Array> {
+    return ((await this.run({ op: 'merge', updates })) as Done<'merge'>).update
   }
 
-  private run(op: 'snapshot' | 'merge', updates: Uint8Array[]): Promise<Uint8Array> {
+  /** The next generation of a document from its updates (shared/rebase.ts). */
+  async rebuild(updates: Uint8Array[], name: string): Promise<Done<'rebuild'>> {
+    return (await this.run({ op: 'rebuild', updates, name })) as Done<'rebuild'>
+  }
+
+  private run(job: Job): Promise<CompactionReply> {
     if (this.idleTimer) clearTimeout(this.idleTimer)
     this.idleTimer = undefined
     const worker = this.start()
@@ -43,7 +53,7 @@ export class Compactor {
     return new Promise((resolve, reject) => {
       this.waiting.set(id, { resolve, reject })
       worker.ref()
-      worker.postMessage({ id, op, updates })
+      worker.postMessage({ ...job, id })
     })
   }
 
@@ -59,7 +69,7 @@ export class Compactor {
     if (this.worker) return this.worker
     const worker = new Worker(new URL('./compaction.worker.ts', import.meta.url))
     worker.unref()
-    worker.on('message', (reply: Reply) => {
+    worker.on('message', (reply: CompactionReply) => {
       const job = this.waiting.get(reply.id)
       if (!job) return
       this.waiting.delete(reply.id)
@@ -72,8 +82,8 @@ export class Compactor {
         }, IDLE_MS)
         this.idleTimer.unref()
       }
-      if (reply.snapshot) job.resolve(reply.snapshot)
-      else job.reject(new Error(`compaction failed: ${reply.error}`))
+      if (reply.op === 'failed') job.reject(new Error(`compaction failed: ${reply.error}`))
+      else job.resolve(reply)
     })
     const lost = (error: Error) => {
       if (this.worker !== worker) return

@@ -31,10 +31,22 @@ interface DocRows {
 /** How long compaction leaves a document alone after a failed attempt. */
 const RETRY_MS = 5_000
 
+/**
+ * A document's stored form is dominated by tombstones when its snapshot is at least twice
+ * what the same state re-based would weigh, and the difference worth a re-base (small
+ * documents load fast whatever they carry).
+ */
+export function dominated(snapshotBytes: number, rebasedBytes: number): boolean {
+  return snapshotBytes >= 2 * rebasedBytes && snapshotBytes - rebasedBytes >= DOMINATED_MIN_BYTES
+}
+const DOMINATED_MIN_BYTES = 16 * 1024
+
 export class Compaction {
   private readonly db: Db
   private readonly log: Logger
-  private readonly compactor = new Compactor()
+  readonly compactor = new Compactor()
+  /** Told when a snapshot finds a document dominated by tombstones: re-base it. */
+  onDominated: ((docName: string) => void) | undefined
   private readonly docs = new Map<string, DocRows>()
   private readonly running = new Set<Promise<void>>()
   private closed = false
@@ -81,6 +93,15 @@ export class Compaction {
     this.check(docName, s)
   }
 
+  /** The document was re-based: one snapshot row of `bytes` is all it has now. */
+  rebased(docName: string, bytes: number): void {
+    const s = this.state(docName)
+    s.updates = 0
+    s.merged = 0
+    s.mergedBytes = 0
+    s.snapshotBytes = bytes
+  }
+
   /** The document left memory: its counters are read again at its next load. */
   forget(docName: string): void {
     const s = this.docs.get(docName)
@@ -102,13 +123,19 @@ export class Compaction {
   }
 
   private run(docName: string, s: DocRows, level: 1 | 2): void {
+    let heavy = false
     const make =
       level === 1
         ? (u: Uint8Array[]) => this.compactor.merge(u)
-        : (u: Uint8Array[]) => this.compactor.snapshot(u)
+        : async (u: Uint8Array[]) => {
+            const made = await this.compactor.snapshot(u, docName)
+            heavy = dominated(made.update.length, made.rebasedBytes)
+            return made.update
+          }
     const job = compact(this.db, docName, level, make)
       .then((done) => {
         if (!done) return
+        if (heavy) this.onDominated?.(docName)
         if (level === 1) {
           s.updates = Math.max(0, s.updates - done.replaced)
           s.merged += 1

@@ -1,6 +1,9 @@
 import { setPriority } from 'node:os'
 import { parentPort } from 'node:worker_threads'
-import { mergedOf, snapshotOf } from './doc-store.ts'
+import * as Y from 'yjs'
+import { parseDocName } from '../../shared/doc-names.ts'
+import { docJson, generationOf, rebuilt } from '../../shared/rebase.ts'
+import { mergedOf, replay } from './doc-store.ts'
 
 // The lowest priority, for this thread only (Linux applies it per thread): on a busy
 // machine a compaction waits rather than slowing requests. Nothing to do where refused.
@@ -8,15 +11,67 @@ try {
   setPriority(19)
 } catch {}
 
-/** The compactor's thread: merges a document's stored updates, or replays them into a snapshot. */
-parentPort?.on(
-  'message',
-  (job: { id: number; op: 'snapshot' | 'merge'; updates: Uint8Array[] }) => {
-    try {
-      const snapshot = job.op === 'merge' ? mergedOf(job.updates) : snapshotOf(job.updates)
-      parentPort?.postMessage({ id: job.id, snapshot }, [snapshot.buffer as ArrayBuffer])
-    } catch (error) {
-      parentPort?.postMessage({ id: job.id, error: String(error) })
+export type CompactionJob =
+  | { id: number; op: 'merge'; updates: Uint8Array[] }
+  /** A snapshot, and the size the document would have re-based (how much is tombstones). */
+  | { id: number; op: 'snapshot'; updates: Uint8Array[]; name: string }
+  /** The next generation of a document (shared/rebase.ts), and its state as it ends. */
+  | { id: number; op: 'rebuild'; updates: Uint8Array[]; name: string }
+
+export type CompactionReply = { id: number } & (
+  | { op: 'merge'; update: Uint8Array }
+  | { op: 'snapshot'; update: Uint8Array; rebasedBytes: number }
+  | {
+      op: 'rebuild'
+      /** The next generation's whole state. */
+      update: Uint8Array
+      generation: number
+      /** The replayed document's state vector and state as JSON (the base). */
+      stateVector: Uint8Array
+      base: string
     }
-  },
+  | { op: 'failed'; error: string }
 )
+
+function run(job: CompactionJob): CompactionReply {
+  if (job.op === 'merge') return { id: job.id, op: 'merge', update: mergedOf(job.updates) }
+  const kind = parseDocName(job.name)?.kind
+  if (!kind) throw new Error(`${job.name} is not a document name`)
+  const doc = new Y.Doc()
+  replay(doc, job.updates)
+  try {
+    const generation = generationOf(doc)
+    const next = rebuilt(kind, doc, generation + 1)
+    const fresh = Y.encodeStateAsUpdate(next)
+    next.destroy()
+    if (job.op === 'snapshot') {
+      return {
+        id: job.id,
+        op: 'snapshot',
+        update: Y.encodeStateAsUpdate(doc),
+        rebasedBytes: fresh.length,
+      }
+    }
+    return {
+      id: job.id,
+      op: 'rebuild',
+      update: fresh,
+      generation,
+      stateVector: Y.encodeStateVector(doc),
+      base: JSON.stringify(docJson(kind, doc)),
+    }
+  } finally {
+    doc.destroy()
+  }
+}
+
+/** The compactor's thread: merges a document's stored updates, replays or rebuilds them. */
+parentPort?.on('message', (job: CompactionJob) => {
+  try {
+    const reply = run(job)
+    const transfer = 'update' in reply ? [reply.update.buffer as ArrayBuffer] : []
+    parentPort?.postMessage(reply, transfer)
+  } catch (error) {
+    parentPort?.postMessage({ id: job.id, op: 'failed', error: String(error) })
+  }
+})

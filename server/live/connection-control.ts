@@ -11,12 +11,16 @@ export type CloseTarget =
   | { orgId: string; userId: string }
   /** Every connection to a document that no longer exists (a deleted map). */
   | { documentName: string }
+  /** A document re-based: every process drops its copy and closes its connections. */
+  | { rebased: string }
 
 function isCloseTarget(v: unknown): v is CloseTarget {
   if (typeof v !== 'object' || v === null) return false
   const t = v as Record<string, unknown>
   const text = (k: string) => typeof t[k] === 'string'
-  return text('keyId') || (text('orgId') && text('userId')) || text('documentName')
+  return (
+    text('keyId') || (text('orgId') && text('userId')) || text('documentName') || text('rebased')
+  )
 }
 
 /** A stateless message for every connection to one document. */

@@ -157,7 +157,7 @@ export class DocRegistry {
    * committed. Their connections are closed (whole sockets, so every provider reconnects
    * by itself and syncs again from what storage holds), and the next use loads them anew.
    */
-  evict(names: Iterable<string>): void {
+  evict(names: Iterable<string>, close: { code: number; reason: string } = CLOSE.reloaded): void {
     for (const name of names) {
       const entry = this.ready.get(name)
       if (entry) {
@@ -172,7 +172,9 @@ export class DocRegistry {
       if (!doc) continue
       for (const connection of doc.getConnections()) {
         try {
-          connection.webSocket.close(CLOSE.reloaded.code, CLOSE.reloaded.reason)
+          if (close === CLOSE.reloaded) connection.webSocket.close(close.code, close.reason)
+          // Only this document's connection: the socket's others are fine.
+          else connection.close(close)
         } catch (error) {
           this.log.error(`closing a connection to ${name} failed`, error)
         }

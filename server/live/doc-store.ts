@@ -150,6 +150,8 @@ export async function compact(
   })
 }
 
+/** A deleted document's rows, and its generations' (generations.ts). */
 export async function deleteDoc(db: Queryable, docName: string): Promise<void> {
   await db.query('delete from doc_updates where doc_name = $1', [docName])
+  await db.query('delete from doc_generations where doc_name = $1', [docName])
 }

@@ -7,7 +7,7 @@ export class LaneGate {
   private computing = false
   private dirty = 0
   private readers = 0
-  private readonly queue: { kind: 'write' | 'read'; go: () => void }[] = []
+  private readonly queue: { kind: 'write' | 'read' | 'alone'; go: () => void }[] = []
   private readonly urgentQueue: (() => void)[] = []
 
   /** Work waiting to pass the gate: writes, reads, people's sync messages (metrics). */
@@ -60,6 +60,25 @@ export class LaneGate {
     })
   }
 
+  /**
+   * Resolves with a release function once nothing computes, no uncommitted update is held
+   * and no sync message is being applied, in its turn: until released, nothing else passes
+   * (a re-base: the document must not change while it is swapped).
+   */
+  alone(): Promise<() => void> {
+    return new Promise((resolve) => {
+      this.queue.push({
+        kind: 'alone',
+        go: () =>
+          resolve(() => {
+            this.computing = false
+            this.pump()
+          }),
+      })
+      this.pump()
+    })
+  }
+
   /** Resolves with a release function once no write computes, ahead of everything queued. */
   urgent(): Promise<() => void> {
     return new Promise((resolve) => {
@@ -91,6 +110,13 @@ export class LaneGate {
       if (!next) return
       if (next.kind === 'write') {
         if (this.readers > 0) return
+        this.queue.shift()
+        this.computing = true
+        next.go()
+        return
+      }
+      if (next.kind === 'alone') {
+        if (this.readers > 0 || this.dirty > 0) return
         this.queue.shift()
         this.computing = true
         next.go()

@@ -3,6 +3,8 @@ import type { Document } from '@hocuspocus/server'
 import * as Y from 'yjs'
 import { isConnectionError, StorageUnavailable } from '../../persistence/availability.ts'
 import type { Db, Queryable, Transaction } from '../../persistence/types.ts'
+import { CLOSE } from '../../shared/live-protocol.ts'
+import { generationOf } from '../../shared/rebase.ts'
 import { ApiError } from '../errors.ts'
 import type { Logger } from '../http/json.ts'
 import { currentRequest } from '../http/request-context.ts'
@@ -20,6 +22,7 @@ import {
   IdempotencyTakenOver,
   KeyRefused,
   keyRevoked,
+  rebasedDocOf,
   recordsNothing,
   recordWrites,
   type WriteRecord,
@@ -232,6 +235,8 @@ export class OrgLane {
     // A 503 when the database was away, which says nothing was written.
     const cause = this.lastFailure
     if (isConnectionError(cause)) throw new StorageUnavailable(cause)
+    const rebased = rebasedDocOf(cause)
+    if (rebased) throw documentRebased(rebased)
     throw new Error(
       `an earlier write of ${this.orgId} failed to commit; this one was built on it`,
       { cause },
@@ -366,6 +371,13 @@ export class OrgLane {
   private async failed(write: LaneWrite, error: unknown): Promise<unknown> {
     this.observeCommit(write, 'failed')
     for (const f of write.scope?.failure.reverse() ?? []) f()
+    const rebased = rebasedDocOf(error)
+    if (rebased) {
+      // Another process re-based it: this copy and people's edits of it are of a
+      // generation that is gone (their apps carry them across).
+      this.people.forgetDoc(rebased)
+      this.services.registry.evict([rebased], CLOSE.rebased)
+    }
     this.computed(write)
     if (write.member?.opener) write.member.batch.fail(error)
     this.settlePeople(write, false)
@@ -383,6 +395,7 @@ export class OrgLane {
       if (write.docs.size > 0) this.gate.settled()
     }
     const refused = await this.refusedKey(write.origin, error)
+    if (rebased) return documentRebased(rebased)
     if (!refused && !(error instanceof ApiError))
       this.services.log.error(`a write of ${this.orgId} failed`, error)
     return refused ?? error
@@ -515,6 +528,27 @@ export class OrgLane {
     }
   }
 
+  /**
+   * Runs `fn` with the lane to itself: no write computes or commits meanwhile (every write
+   * computed before has committed or failed), no person's edit is applied, and the
+   * documents hold only what storage holds plus people's pending edits. For a re-base,
+   * which must be short: writes and people's edits wait for it.
+   */
+  async alone<T>(fn: () => Promise<T>): Promise<T> {
+    if (insideWrite.getStore() === this)
+      throw new Error('a lane cannot be taken alone from its own write')
+    this.active += 1
+    const done = await this.gate.alone()
+    try {
+      // A write that failed leaves documents to recover (it waits for this): not now.
+      if (!(await this.committed)) throw new Error(`a write of ${this.orgId} failed; try again`)
+      return await fn()
+    } finally {
+      done()
+      this.active -= 1
+    }
+  }
+
   /** People's edits arrived: store them soon, with the next write or on their own. */
   schedulePeopleFlush(delay = this.services.peopleFlushMs ?? PEOPLE_FLUSH_MS): void {
     if (this.flushTimer) return
@@ -551,18 +585,29 @@ export class OrgLane {
   }
 }
 
+/** A write refused because its document was re-based meanwhile: nothing was written. */
+function documentRebased(docName: string): ApiError {
+  return new ApiError(
+    503,
+    `${docName} started over as a new generation a moment ago; nothing was written, retry`,
+    undefined,
+    { 'Retry-After': '1' },
+  )
+}
+
 /** Each document's updates merged into one, in the order the documents were first changed. */
 function mergedByDoc(
   held: readonly { doc: Document; update: Uint8Array }[],
-): { doc: string; update: Uint8Array }[] {
-  const perDoc = new Map<string, Uint8Array[]>()
+): { doc: string; update: Uint8Array; generation: number }[] {
+  const perDoc = new Map<string, { list: Uint8Array[]; generation: number }>()
   for (const h of held) {
-    const list = perDoc.get(h.doc.name) ?? []
-    list.push(h.update)
-    perDoc.set(h.doc.name, list)
+    const entry = perDoc.get(h.doc.name) ?? { list: [], generation: generationOf(h.doc) }
+    entry.list.push(h.update)
+    perDoc.set(h.doc.name, entry)
   }
-  return [...perDoc].map(([doc, list]) => ({
+  return [...perDoc].map(([doc, { list, generation }]) => ({
     doc,
     update: list.length === 1 ? (list[0] as Uint8Array) : Y.mergeUpdates(list),
+    generation,
   }))
 }

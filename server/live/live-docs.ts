@@ -8,17 +8,20 @@ import {
 } from '@hocuspocus/server'
 import { Redis as IORedis } from 'ioredis'
 import * as decoding from 'lib0/decoding'
-import type * as Y from 'yjs'
+import * as Y from 'yjs'
 import { isConnectionError } from '../../persistence/availability.ts'
 import type { Db } from '../../persistence/types.ts'
 import { boardDocName } from '../../shared/board-doc.ts'
 import { orgIdOf, parseDocName } from '../../shared/doc-names.ts'
 import { CLOSE, encodeNotice } from '../../shared/live-protocol.ts'
+import { generationOf } from '../../shared/rebase.ts'
 import type { Logger } from '../http/json.ts'
 import type { Metrics } from '../metrics/metrics.ts'
 import { Compaction } from './compaction.ts'
 import { type CloseTarget, ConnectionControl, type Notice } from './connection-control.ts'
 import { loadInto, replay } from './doc-store.ts'
+import { endedClients } from './generations.ts'
+import { type Rebased, rebase } from './rebase.ts'
 import './hold.ts'
 import { type ConnectionContext, type DocEntry, DocRegistry } from './doc-registry.ts'
 import type { EventSink } from './events.ts'
@@ -74,6 +77,13 @@ export class LiveDocs {
   private readonly metrics: Metrics | undefined
   /** Each loaded document's stored size (rows loaded plus updates since), for the metrics. */
   private readonly storedBytes = new Map<string, number>()
+  /**
+   * Per loaded document that was ever re-based, the clients of its ended generations: a
+   * replica whose state names one holds an ended generation, and is refused.
+   */
+  private readonly ended = new Map<string, Set<number>>()
+  /** Re-bases under way in this process, by document. */
+  private readonly rebasing = new Map<string, Promise<Rebased>>()
 
   constructor(options: {
     db: Db
@@ -108,6 +118,8 @@ export class LiveDocs {
         // People's edits not yet stored (a reload after an eviction): already reviewed.
         replay(document, this.lane(ref.orgId).people.updatesOf(documentName), RESTORE_ORIGIN)
         this.compaction.loaded(documentName, loaded.rows)
+        if (generationOf(document) > 0)
+          this.ended.set(documentName, await endedClients(this.db, documentName))
         // Its stored size: the rows it loaded from, then every update applied since.
         this.storedBytes.set(
           documentName,
@@ -130,10 +142,19 @@ export class LiveDocs {
         if (board) this.registry.release(board)
         this.compaction.forget(documentName)
         this.storedBytes.delete(documentName)
+        if (!this.hocuspocus.documents.has(documentName)) this.ended.delete(documentName)
         this.dropIdleLane(orgIdOf(documentName))
       },
       beforeHandleMessage: async ({ connection, update, document }) => {
         if (!carriesContent(update)) return
+        const ended = this.ended.get(document.name)
+        if (ended && holdsEndedGeneration(update, ended, document)) {
+          // Closes this document's connection with the reason (Hocuspocus logs it).
+          throw Object.assign(new Error(CLOSE.rebased.reason), {
+            code: CLOSE.rebased.code,
+            reason: CLOSE.rebased.reason,
+          })
+        }
         const done = await this.lane(orgIdOf(document.name)).gate.read()
         if (document.isDestroyed) {
           // Evicted or unloaded under this connection: it reconnects to the live copy.
@@ -171,8 +192,8 @@ export class LiveDocs {
     })
     this.reviewer = options.reviewer?.({
       pending: (orgId) => ({
-        addUpdate: (docName, update) => {
-          this.lane(orgId).people.addUpdate(docName, update)
+        addUpdate: (docName, update, generation) => {
+          this.lane(orgId).people.addUpdate(docName, update, generation)
           this.lane(orgId).schedulePeopleFlush()
         },
         addReport: (report) => {
@@ -185,6 +206,11 @@ export class LiveDocs {
       loaded: (docName) => this.registry.loaded(docName),
       write: (docName, origin, fn, opens) => this.write(docName, origin, fn, opens),
     })
+    this.compaction.onDominated = (docName) => {
+      this.rebase(docName).catch((error: unknown) => {
+        this.log.error(`re-basing ${docName} failed; the next snapshot tries again`, error)
+      })
+    }
     this.control = new ConnectionControl({
       closeHere: (target) => this.closeHere(target),
       noticeHere: (notice) => this.noticeHere(notice),
@@ -305,6 +331,50 @@ export class LiveDocs {
   }
 
   /**
+   * Starts a document over as a new generation (rebase.ts; docs/design.md, "Re-basing a
+   * document"). Compaction asks for it when tombstones dominate a document's stored form;
+   * the upgrade to version 3 and tests ask directly. One at a time per document.
+   */
+  rebase(docName: string): Promise<Rebased> {
+    const running = this.rebasing.get(docName)
+    if (running) return running
+    const job = rebase(
+      {
+        db: this.db,
+        registry: this.registry,
+        compaction: this.compaction,
+        lane: (orgId) => this.lane(orgId),
+        log: this.log,
+        rebased: (name) => {
+          this.dropRebased(name)
+          this.control.close({ rebased: name })
+        },
+      },
+      docName,
+    )
+      .then((done) => {
+        this.log.info(
+          `re-based ${docName} to generation ${done.generation}: ${done.bytesBefore} → ${done.bytesAfter} bytes, writes held ${done.heldMs.toFixed(1)} ms`,
+        )
+        return done
+      })
+      .finally(() => this.rebasing.delete(docName))
+    this.rebasing.set(docName, job)
+    return job
+  }
+
+  /**
+   * This process's copy of a re-based document is of an ended generation: people's pending
+   * edits of it are dropped (their apps carry them across), and its connections close with
+   * the reason "re-based".
+   */
+  private dropRebased(docName: string): void {
+    this.lane(orgIdOf(docName)).people.forgetDoc(docName)
+    this.ended.delete(docName)
+    this.registry.evict([docName], CLOSE.rebased)
+  }
+
+  /**
    * The organisation's map list changed: everyone with the board open (the app keeps it
    * open on every page) is told to read the list again, on every process. Notices of one
    * organisation within MAPS_NOTICE_MS go out as one, so a burst of writes to a map costs
@@ -333,6 +403,17 @@ export class LiveDocs {
 
   /** Closes this process's connections that `target` names. */
   private closeHere(target: CloseTarget): void {
+    if ('rebased' in target) {
+      // Another process re-based it (this one did it already when it is the one).
+      if (this.rebasing.has(target.rebased)) return
+      const lane = this.lane(orgIdOf(target.rebased))
+      lane
+        .alone(async () => this.dropRebased(target.rebased))
+        .catch(() => {
+          this.dropRebased(target.rebased)
+        })
+      return
+    }
     const deleted = 'documentName' in target
     for (const document of this.registry.documents()) {
       if (deleted && document.name !== target.documentName) continue
@@ -413,4 +494,32 @@ function carriesContent(message: Uint8Array): boolean {
   } catch {
     return true
   }
+}
+
+/** y-protocols sync message types. */
+const SYNC_STEP_1 = 0
+
+/**
+ * Whether a sync message comes from a replica of an ended generation: its state vector
+ * (step 1) or its update (step 2, update) names a client of an ended generation beyond
+ * what the current one holds of it.
+ */
+function holdsEndedGeneration(message: Uint8Array, ended: Set<number>, doc: Y.Doc): boolean {
+  let named: Map<number, number>
+  try {
+    const decoder = decoding.createDecoder(message)
+    decoding.readVarString(decoder)
+    decoding.readVarUint(decoder)
+    const step = decoding.readVarUint(decoder)
+    const payload = decoding.readVarUint8Array(decoder)
+    named = Y.decodeStateVector(
+      step === SYNC_STEP_1 ? payload : Y.encodeStateVectorFromUpdate(payload),
+    )
+  } catch {
+    return false
+  }
+  for (const [client, clock] of named) {
+    if (clock > 0 && ended.has(client) && Y.getState(doc.store, client) < clock) return true
+  }
+  return false
 }

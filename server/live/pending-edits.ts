@@ -31,14 +31,16 @@ export interface PeopleReport {
 interface Item {
   doc?: string
   update?: Uint8Array
+  /** The generation of the document the update was made on. */
+  generation?: number
   report?: PeopleReport
   inFlight: boolean
 }
 
 /** Items taken by one write: stored with it, or put back when it fails. */
 export interface TakenPeople {
-  /** Per document, the updates merged. */
-  updates: { doc: string; update: Uint8Array }[]
+  /** Per document (and generation), the updates merged. */
+  updates: { doc: string; update: Uint8Array; generation: number }[]
   reports: PeopleReport[]
   /** They were stored: forget them. */
   done(): void
@@ -58,8 +60,8 @@ export class PeoplePending {
     return this.items.some((i) => !i.inFlight)
   }
 
-  addUpdate(doc: string, update: Uint8Array): void {
-    this.items.push({ doc, update, inFlight: false })
+  addUpdate(doc: string, update: Uint8Array, generation: number): void {
+    this.items.push({ doc, update, generation, inFlight: false })
   }
 
   addReport(report: PeopleReport): void {
@@ -71,21 +73,24 @@ export class PeoplePending {
     const taken = this.items.filter((i) => !i.inFlight)
     if (taken.length === 0) return undefined
     for (const i of taken) i.inFlight = true
-    const perDoc = new Map<string, Uint8Array[]>()
+    const perDoc = new Map<string, { doc: string; generation: number; list: Uint8Array[] }>()
     const reports: PeopleReport[] = []
     for (const i of taken) {
       if (i.doc && i.update) {
-        const list = perDoc.get(i.doc) ?? []
-        list.push(i.update)
-        perDoc.set(i.doc, list)
+        const generation = i.generation ?? 0
+        const key = `${generation}:${i.doc}`
+        const entry = perDoc.get(key) ?? { doc: i.doc, generation, list: [] }
+        entry.list.push(i.update)
+        perDoc.set(key, entry)
       }
       if (i.report) reports.push(i.report)
     }
     const set = new Set(taken)
     return {
-      updates: [...perDoc].map(([doc, list]) => ({
+      updates: [...perDoc.values()].map(({ doc, generation, list }) => ({
         doc,
         update: list.length === 1 ? (list[0] as Uint8Array) : Y.mergeUpdates(list),
+        generation,
       })),
       reports,
       done: () => {

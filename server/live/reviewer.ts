@@ -23,7 +23,8 @@ export interface ReviewHost {
    * scheduled if none comes): the bytes of each accepted update, and what they changed.
    */
   pending(orgId: string): {
-    addUpdate(docName: string, update: Uint8Array): void
+    /** `generation`: the generation of the document the update was made on. */
+    addUpdate(docName: string, update: Uint8Array, generation: number): void
     addReport(report: PeopleReport): void
   }
   log: Logger

@@ -64,6 +64,8 @@ export interface WriteRecord {
   updates: readonly {
     doc: string
     update: Uint8Array
+    /** The generation of the document the update was made on (0: never re-based). */
+    generation: number
     /** Bytes for a document nobody has loaded (WriteScope.append): no compaction to count. */
     unloaded?: boolean
   }[]
@@ -90,7 +92,8 @@ export function recordsNothing(r: WriteRecord): boolean {
 const RECORD = `select stored, refused, delivery_id from record_writes(
   $1::uuid, $2::boolean, $3::uuid[], $4::uuid[], $5::text[], $6::uuid[], $7::text[],
   $8::integer[], $9::text[], $10::text[], $11::integer[], $12::text[], $13::uuid[], $14::text,
-  $15::integer[], $16::uuid[], $17::text[], $18::text[], $19::timestamptz[], $20::text[])`
+  $15::integer[], $16::uuid[], $17::text[], $18::text[], $19::timestamptz[], $20::text[],
+  $21::integer[])`
 
 /**
  * Why record_writes refused a record: its agent key is revoked, or a retry took its
@@ -128,6 +131,17 @@ export class KeyRefused extends Error {
   constructor() {
     super('API key revoked while the write ran')
   }
+}
+
+/**
+ * A write computed on a generation of a document that a re-base ended meanwhile (another
+ * process re-based it): record_writes raises CB410 naming the document. Nothing of the
+ * write was stored; its lane drops the document and its people's pending updates of it.
+ */
+export function rebasedDocOf(error: unknown): string | undefined {
+  const e = error as { code?: unknown; message?: unknown } | null
+  if (e?.code !== 'CB410' || typeof e.message !== 'string') return undefined
+  return /^document (\S+) was re-based/.exec(e.message)?.[1]
 }
 
 /** The refusal a failed write's error carries (record_writes raises CB401), if it is one. */
@@ -170,10 +184,11 @@ export async function recordWrites(
     attempts: (string | null)[]
     responses: (string | null)[]
   } = { keyIds: [], keys: [], attempts: [], responses: [] }
-  const updates: { writes: number[]; docs: string[]; data: string[] } = {
+  const updates: { writes: number[]; docs: string[]; data: string[]; generations: number[] } = {
     writes: [],
     docs: [],
     data: [],
+    generations: [],
   }
   const changes: { writes: number[]; kinds: string[]; ids: string[] } = {
     writes: [],
@@ -200,6 +215,7 @@ export async function recordWrites(
       updates.writes.push(w)
       updates.docs.push(u.doc)
       updates.data.push(base64(u.update))
+      updates.generations.push(u.generation)
     }
     for (const c of r.changes) {
       changes.writes.push(w)
@@ -243,6 +259,7 @@ export async function recordWrites(
     events.payloads,
     events.times,
     events.requestIds,
+    updates.generations,
   ])
   return {
     stored: rows[0]?.stored ?? 0,

@@ -82,7 +82,7 @@ export class WriteCollector implements WriteScope {
   readonly ops: RowOp[] = []
   readonly after: (() => void)[] = []
   readonly failure: (() => void)[] = []
-  readonly appended: { doc: string; update: Uint8Array; unloaded: true }[] = []
+  readonly appended: { doc: string; update: Uint8Array; generation: 0; unloaded: true }[] = []
   idempotency: IdempotentWrite | undefined
   /** The callback queried the transaction: it cannot join a batch (group commit). */
   queried = false
@@ -164,7 +164,7 @@ export class WriteCollector implements WriteScope {
 
   append(docName: string, update: Uint8Array): void {
     if (this.docs.has(docName)) throw new Error(`${docName} is open in this write: change it`)
-    this.appended.push({ doc: docName, update, unloaded: true })
+    this.appended.push({ doc: docName, update, generation: 0, unloaded: true })
   }
 
   earlierCommitted(): Promise<void> {

@@ -17,7 +17,14 @@ import { boardIndex } from '../board/board-index.ts'
 import type { ChangeKind, DomainEvent } from '../live/events.ts'
 import { GUARD_ORIGIN } from '../live/origins.ts'
 import type { RowOp } from '../live/write-record.ts'
-import { type Editor, LastValid, same, setField, snapshot } from './guard-kit.ts'
+import {
+  type Editor,
+  GENERATION_IS_THE_SERVERS,
+  LastValid,
+  same,
+  setField,
+  snapshot,
+} from './guard-kit.ts'
 
 /**
  * Holds people's live edits of a board document to the rules agents obey: values outside
@@ -163,7 +170,8 @@ export class BoardGuard {
     this.doc = doc
     this.now = now
     this.maps = boardMaps(doc)
-    this.last = new LastValid({ ...this.maps })
+    // `meta` holds the document's generation (shared/rebase.ts): the server's alone.
+    this.last = new LastValid({ ...this.maps, meta: doc.getMap('meta') })
   }
 
   /** Records the new valid state after a transaction the server made or accepted. */
@@ -219,6 +227,10 @@ export class BoardGuard {
           case 'claims':
             this.last.restore('claims', key)
             report.reverts.push({ reason: 'claims are written by the server only' })
+            break
+          case 'meta':
+            this.last.restore('meta', key)
+            report.reverts.push({ reason: GENERATION_IS_THE_SERVERS })
             break
         }
       }

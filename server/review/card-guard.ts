@@ -8,7 +8,7 @@ import { stampAfter } from '../board/stamps.ts'
 import type { ChangeKind, DomainEvent } from '../live/events.ts'
 import { GUARD_ORIGIN } from '../live/origins.ts'
 import type { RowOp } from '../live/write-record.ts'
-import { type Editor, LastValid, same, snapshot } from './guard-kit.ts'
+import { type Editor, GENERATION_IS_THE_SERVERS, LastValid, same, snapshot } from './guard-kit.ts'
 
 /**
  * Holds people's live edits of a card document (its description, comments and
@@ -58,7 +58,11 @@ export class CardGuard {
     this.now = now
     this.maps = cardMaps(doc)
     this.last = new LastValid(
-      { comments: this.maps.comments, attachments: this.maps.attachments },
+      {
+        comments: this.maps.comments,
+        attachments: this.maps.attachments,
+        meta: doc.getMap('meta'),
+      },
       [this.maps.description],
     )
     this.lastDescription = this.maps.description.toString()
@@ -90,7 +94,10 @@ export class CardGuard {
       if (changedIn(tr, this.maps.description)) this.reviewDescription(editor, report)
       for (const [root, key] of touched) {
         if (root === 'comments') this.reviewComment(key, editor, report)
-        else {
+        else if (root === 'meta') {
+          this.last.restore(root, key)
+          report.reverts.push({ reason: GENERATION_IS_THE_SERVERS, taskId: this.taskId })
+        } else {
           this.last.restore(root, key)
           report.reverts.push({
             reason: 'screenshots are added by agents and deleted in the app, not edited here',

@@ -10,6 +10,9 @@ import { replaceText } from '../../shared/ytext.ts'
 
 export type Json = Record<string, unknown>
 
+/** Why an edit of a document's `meta` (its generation) is reverted. */
+export const GENERATION_IS_THE_SERVERS = "a document's generation is written by the server only"
+
 /** Who made an edit: the session's person, or a program on an API key. */
 export interface Editor {
   email: string

@@ -3,7 +3,13 @@ import { HEX_COLOR, LIMITS } from '../../shared/constants.ts'
 import { isUuid } from '../../shared/ids.ts'
 import { mapDocMaps } from '../../shared/map-doc.ts'
 import { GUARD_ORIGIN } from '../live/origins.ts'
-import { type Json, rebuild, snapshot, touchedEntities } from './guard-kit.ts'
+import {
+  GENERATION_IS_THE_SERVERS,
+  type Json,
+  rebuild,
+  snapshot,
+  touchedEntities,
+} from './guard-kit.ts'
 
 /**
  * The map document's counterpart of BoardGuard: people draw on the canvas freely (nodes
@@ -127,7 +133,12 @@ export class MapGuard {
     }
     if (saved) this.maps.meta.set(key, saved.value)
     else this.maps.meta.delete(key)
-    report.reverts.push({ reason: `the map title must be 1–${LIMITS.mapTitle.max} characters` })
+    report.reverts.push({
+      reason:
+        key === 'title'
+          ? `the map title must be 1–${LIMITS.mapTitle.max} characters`
+          : GENERATION_IS_THE_SERVERS,
+    })
   }
 
   private reviewNode(id: string, report: MapReport): void {

@@ -4,6 +4,7 @@ import { asStats, boardDocName, boardMaps, sameStats } from '../../shared/board-
 import { cardMaps, statsOf } from '../../shared/card-doc.ts'
 import { cardDocName, type DocRef, parseDocName } from '../../shared/doc-names.ts'
 import { encodeNotice, type Revert } from '../../shared/live-protocol.ts'
+import { generationOf } from '../../shared/rebase.ts'
 import { BoardView } from '../board/board-view.ts'
 import type { Descriptions } from '../board/descriptions.ts'
 import { textOps } from '../board/texts.ts'
@@ -64,7 +65,7 @@ export class PeopleEdits implements EditReviewer {
     const lane = () => this.host.pending(ref.orgId)
     document.on('update', (update: Uint8Array, origin: unknown) => {
       if (origin === GUARD_ORIGIN || isConnectionOrigin(origin)) {
-        lane().addUpdate(document.name, update)
+        lane().addUpdate(document.name, update, generationOf(document))
       }
     })
     switch (ref.kind) {

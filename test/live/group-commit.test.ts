@@ -38,7 +38,7 @@ describe.each(STORAGES)('record_writes stores writes in order up to a revoked ke
     event?: string,
     doc = `${owner.orgId}/board-contract-${kind}`,
   ): WriteRecord => ({
-    updates: [{ doc, update: new Uint8Array([1, 2, 3]) }],
+    updates: [{ doc, update: new Uint8Array([1, 2, 3]), generation: 0 }],
     keyId,
     changes: [{ kind: 'task', entityId }],
     ops: [

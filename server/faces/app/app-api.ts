@@ -6,6 +6,7 @@ import { columnRoutes } from './columns.ts'
 import { commentRoutes } from './comments.ts'
 import { connectedAppRoutes } from './connected-apps.ts'
 import { fileRoutes } from './files.ts'
+import { generationRoutes } from './generations.ts'
 import { inviteRoutes } from './invites.ts'
 import { mapRoutes } from './maps.ts'
 import { memberRoutes } from './members.ts'
@@ -28,6 +29,7 @@ export function appApi(router: Router, deps: AppDeps): void {
   connectedAppRoutes(app)
   projectRoutes(app)
   syncTokenRoutes(app)
+  generationRoutes(app)
   cardRoutes(app)
   archivedCardRoutes(app)
   columnRoutes(app)
