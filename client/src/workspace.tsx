@@ -135,34 +135,61 @@ export function WorkspaceProvider({
         text: lost.map((c) => c.body).join('\n\n'),
       })
     })
-    const board = live.open(boardDocName(org.id))
-    const store = new BoardStore(board.doc)
-    const unapplied = watchUnappliedEdits(board, user.id, (edit) =>
-      offerReapply({ orgId: org.id, store, edit }),
-    )
+    const boardName = boardDocName(org.id)
+    /** The board's store and watchers, on the board's live copy of the moment. */
+    const bind = (board: LiveDoc) => {
+      const store = new BoardStore(board.doc)
+      const unapplied = watchUnappliedEdits(board, user.id, (edit) =>
+        offerReapply({ orgId: org.id, store, edit }),
+      )
+      const offRevert = board.onNotice((notice) => {
+        if (notice.type !== 'reverted') return
+        const card = notice.taskId ? store.card(notice.taskId) : undefined
+        toast(
+          'revert',
+          card ? `“${card.title}” was put back: ${notice.reason}` : notice.reason,
+          notice.taskId
+            ? {
+                label: 'Open card',
+                run: () => navigate(`/o/${org.id}/board?card=${notice.taskId}`),
+              }
+            : undefined,
+        )
+      })
+      return {
+        core: { live, board, store, unapplied },
+        stop() {
+          offRevert()
+          unapplied.stop()
+          store.destroy()
+        },
+      }
+    }
+    let bound = bind(live.open(boardName))
     // Comments written offline on cards nobody has open now still go to the server.
     for (const name of cardsWithUnsentComments(user.id, org.id)) live.release(live.open(name))
-    const offRevert = board.onNotice((notice) => {
-      if (notice.type !== 'reverted') return
-      const card = notice.taskId ? store.card(notice.taskId) : undefined
-      toast(
-        'revert',
-        card ? `“${card.title}” was put back: ${notice.reason}` : notice.reason,
-        notice.taskId
-          ? {
-              label: 'Open card',
-              run: () => navigate(`/o/${org.id}/board?card=${notice.taskId}`),
-            }
-          : undefined,
-      )
+    // The board started over as a new generation (a re-base): the fresh copy is the board.
+    const offReplaced = live.onReplaced((name, next) => {
+      if (name !== boardName) return
+      bound.stop()
+      bound = bind(next)
+      setCore(bound.core)
     })
-    setCore({ live, board, store, unapplied })
+    const offRebased = live.onRebased(({ lost }) => {
+      if (!lost) return
+      notify({
+        title: 'Some changes made offline could not be kept',
+        message:
+          'While this device was away, the server rebuilt a document it had open, long enough ago that what this device changed can no longer be matched with it.',
+      })
+    })
+    setCore(bound.core)
     return () => {
-      offRevert()
+      offReplaced()
+      offRebased()
       offOpen()
       offRefused()
-      unapplied.stop()
-      store.destroy()
+      bound.stop()
       live.destroy()
     }
   }, [org.id, user.id, user.name, user.email])

@@ -6,6 +6,8 @@ import { asStats, boardMaps, readStoredTask } from '../../shared/board-doc.ts'
 import { cardMaps, readComment, statsOf } from '../../shared/card-doc.ts'
 import { LIMITS } from '../../shared/constants.ts'
 import { boardDocName, cardDocName } from '../../shared/doc-names.ts'
+import { CLOSE } from '../../shared/live-protocol.ts'
+import { carry, type DocJson, editsToCarry, generationOf } from '../../shared/rebase.ts'
 import {
   type Agent,
   eventually,
@@ -29,11 +31,17 @@ import { STORAGES } from '../support/storage.ts'
 const CARDS = 4
 const CLIENTS = 3
 
+interface Replica {
+  doc: Y.Doc
+  provider: HocuspocusProvider
+}
+
 interface Client {
   socket: HocuspocusProviderWebsocket
-  board: { doc: Y.Doc; provider: HocuspocusProvider }
-  cards: Map<string, { doc: Y.Doc; provider: HocuspocusProvider }>
+  board: Replica
+  cards: Map<string, Replica>
   online: boolean
+  token: string
 }
 
 type Step =
@@ -51,6 +59,8 @@ type Step =
   | { kind: 'agentRelease'; card: number }
   | { kind: 'agentArchive'; card: number }
   | { kind: 'restore'; card: number }
+  /** The server starts the board or a card's document over as a new generation. */
+  | { kind: 'rebase'; target: number | 'board' }
 
 const who = fc.nat(CLIENTS - 1)
 const card = fc.nat(CARDS - 1)
@@ -90,13 +100,33 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   fc.record({ kind: fc.constant('agentRelease' as const), card }),
   fc.record({ kind: fc.constant('agentArchive' as const), card }),
   fc.record({ kind: fc.constant('restore' as const), card }),
+  fc.record({
+    kind: fc.constant('rebase' as const),
+    target: fc.oneof(card, fc.constant('board' as const)),
+  }),
 )
 
-function attach(socket: HocuspocusProviderWebsocket, name: string, token: string) {
+function attach(
+  socket: HocuspocusProviderWebsocket,
+  name: string,
+  token: string,
+  rebased: (replica: Replica) => void = () => {},
+): Replica {
   const doc = new Y.Doc()
-  const provider = new HocuspocusProvider({ websocketProvider: socket, name, document: doc, token })
-  provider.attach()
-  return { doc, provider }
+  const replica: Replica = {
+    doc,
+    provider: new HocuspocusProvider({
+      websocketProvider: socket,
+      name,
+      document: doc,
+      token,
+      onClose: ({ event }) => {
+        if (event.reason === CLOSE.rebased.reason) rebased(replica)
+      },
+    }),
+  }
+  replica.provider.attach()
+  return replica
 }
 
 describe.each(STORAGES)('live documents converge whatever people and agents do (%s)', (kind) => {
@@ -121,14 +151,17 @@ describe.each(STORAGES)('live documents converge whatever people and agents do (
       const socket = new HocuspocusProviderWebsocket({
         url: `${server.url.replace(/^http/, 'ws')}/sync`,
       })
-      clients.push({
-        socket,
-        board: attach(socket, boardDocName(owner.orgId), token),
-        cards: new Map(
-          cards.map((id) => [id, attach(socket, cardDocName(owner.orgId, id), token)]),
-        ),
-        online: true,
-      })
+      const client = { socket, online: true, token } as Client
+      client.board = attach(socket, boardDocName(owner.orgId), token, () =>
+        carryAcross(client, 'board'),
+      )
+      client.cards = new Map(
+        cards.map((id) => [
+          id,
+          attach(socket, cardDocName(owner.orgId, id), token, () => carryAcross(client, id)),
+        ]),
+      )
+      clients.push(client)
     }
     await settle()
   })
@@ -164,9 +197,53 @@ describe.each(STORAGES)('live documents converge whatever people and agents do (
     ...[...c.cards.values()].map((d) => d.provider),
   ]
 
+  /** The comments people wrote in this run: none may be lost, offline or across re-bases. */
+  const written = new Set<string>()
+
+  /** Replicas moving to a new generation (their edits carried across), under way. */
+  const moving = new Set<Promise<void>>()
+
+  /**
+   * What the app does when the server refuses a copy as holding an ended generation
+   * (client/src/live/org-live.ts): its unsent edits by key against the ended generation's
+   * final state, then a fresh copy, and the edits made again there once it holds the new
+   * generation. Nothing awaits between working the edits out and swapping the copies.
+   */
+  function carryAcross(c: Client, which: string): void {
+    const name = which === 'board' ? boardDocName(owner.orgId) : cardDocName(owner.orgId, which)
+    const replicaOf = () => (which === 'board' ? c.board : (c.cards.get(which) as Replica))
+    const old = replicaOf()
+    const job = (async () => {
+      const ended = await owner.request<{ base: DocJson; stateVector: string }>(
+        'GET',
+        `/api/app/orgs/${owner.orgId}/documents/generations/${generationOf(old.doc)}?document=${encodeURIComponent(name)}`,
+      )
+      if (ended.status !== 200) throw new Error(`ended generation: ${ended.status}`)
+      if (replicaOf() !== old) return
+      const edits = editsToCarry(
+        name,
+        ended.body.base,
+        Y.decodeStateVector(Buffer.from(ended.body.stateVector, 'base64')),
+        old.doc,
+      )
+      // The server closed it: forgotten without telling it (see LiveDoc.destroy).
+      c.socket.configuration.providerMap.delete(old.provider.effectiveName)
+      old.provider.destroy()
+      const fresh = attach(c.socket, name, c.token, () => carryAcross(c, which))
+      if (which === 'board') c.board = fresh
+      else c.cards.set(which, fresh)
+      const generation = generationOf(old.doc) + 1
+      await eventually(() => (generationOf(fresh.doc) >= generation ? true : undefined), 60_000)
+      carry(fresh.doc, edits)
+    })()
+    moving.add(job)
+    void job.finally(() => moving.delete(job)).catch(() => {})
+  }
+
   /** Everyone online, every edit sent and answered, people's edits stored. */
   async function settle(): Promise<void> {
     for (const c of clients) await goOnline(c)
+    while (moving.size > 0) await Promise.all(moving)
     await eventually(
       () =>
         clients.every((c) => providers(c).every((p) => p.synced && !p.hasUnsyncedChanges))
@@ -220,7 +297,9 @@ describe.each(STORAGES)('live documents converge whatever people and agents do (
           const comment = new Y.Map<unknown>()
           comment.set('taskId', taskId)
           comment.set('body', s.body)
-          thread.set(crypto.randomUUID(), comment)
+          const id = crypto.randomUUID()
+          written.add(id)
+          thread.set(id, comment)
           return
         }
         case 'editComment': {
@@ -251,6 +330,12 @@ describe.each(STORAGES)('live documents converge whatever people and agents do (
         return agent.call('archive_task', { taskId, agentName: 'Ada' })
       case 'restore':
         return owner.request('POST', `/api/app/orgs/${owner.orgId}/tasks/${taskId}/restore`)
+      case 'rebase':
+        return server.app.live.rebase(
+          s.target === 'board'
+            ? boardDocName(owner.orgId)
+            : cardDocName(owner.orgId, cards[s.target] as string),
+        )
       default:
         return s satisfies never
     }
@@ -277,6 +362,7 @@ describe.each(STORAGES)('live documents converge whatever people and agents do (
     await fc.assert(
       fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 20 }), async (steps) => {
         await reset()
+        written.clear()
         // A claimed card, as the board showed it after its holder's last write: people's
         // edits must not move it while the claim lives (comments may).
         const heldSince = new Map<string, string>()
@@ -352,6 +438,11 @@ describe.each(STORAGES)('live documents converge whatever people and agents do (
 
         // Postgres agrees with the documents.
         const db = server.storage.db
+        const kept = await db.query<{ id: string }>(
+          'select id from comments where id = any($1::uuid[])',
+          [[...written]],
+        )
+        expect(kept.length).toBe(written.size)
         const onBoard = await server.app.live.read(
           boardDocName(owner.orgId),
           (doc) =>

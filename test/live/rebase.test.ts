@@ -290,6 +290,39 @@ describe.each(STORAGES)('re-basing a live document (%s)', (kind) => {
     }
   })
 
+  test('an edit made the moment the server re-based the document (before the replica heard of it) is carried across', async () => {
+    const { task } = await agent.ok('create_task', { columnId, title: 'Raced' })
+    const name = cardDocName(owner.orgId, task.id)
+    const token = await owner.syncToken()
+    // Written once by this replica before: its client is one of the ended generation's.
+    const first = await connectProvider(server.url, name, token)
+    const held = attach(server, name, token, first.doc)
+    first.destroy()
+    await eventually(() => (held.provider.isSynced ? true : undefined), 10_000)
+    const said = new Y.Map<unknown>()
+    said.set('taskId', task.id)
+    said.set('body', 'Said before')
+    cardMaps(held.doc).comments.set(crypto.randomUUID(), said)
+    await eventually(() => (held.provider.hasUnsyncedChanges ? undefined : true), 10_000)
+    await server.app.live.rebase(name)
+    const id = crypto.randomUUID()
+    const comment = new Y.Map<unknown>()
+    comment.set('taskId', task.id)
+    comment.set('body', 'Said at that moment')
+    cardMaps(held.doc).comments.set(id, comment)
+    await eventually(() => (held.closed.includes(CLOSE.rebased.reason) ? true : undefined), 10_000)
+    held.destroy()
+    const fresh = await carryAcross(name, held.doc)
+    try {
+      await eventuallyAsync(async () => {
+        const rows = await server.storage.db.query('select id from comments where id = $1', [id])
+        return rows.length === 1 ? true : undefined
+      }, 10_000)
+    } finally {
+      fresh.destroy()
+    }
+  })
+
   test('a document whose stored form tombstones dominate re-bases by itself: compaction asks for it', async () => {
     const ended = async () =>
       (

@@ -192,6 +192,16 @@ export const appApi = {
   createProject: (orgId: string, name: string, color?: string) =>
     api('POST', `${org(orgId)}/projects`, z.looseObject({ project }), { name, color }),
 
+  /** An ended generation of a live document (a re-base): what carries unsent edits across. */
+  endedGeneration: (orgId: string, document: string, generation: number) =>
+    api(
+      'GET',
+      `${org(orgId)}/documents/generations/${generation}?document=${encodeURIComponent(document)}`,
+      z.looseObject({
+        stateVector: z.string(),
+        base: z.nullable(z.record(z.string(), z.unknown())),
+      }),
+    ),
   syncToken: (orgId: string) =>
     api(
       'POST',

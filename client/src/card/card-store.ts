@@ -92,11 +92,20 @@ export function useCardStore(taskId: string): CardStore | undefined {
   const { live, org } = useWorkspace()
   const [store, setStore] = useState<CardStore>()
   useEffect(() => {
-    const doc = live.open(cardDocName(org.id, taskId))
-    const next = new CardStore(doc, taskId)
-    setStore(next)
+    const name = cardDocName(org.id, taskId)
+    const doc = live.open(name)
+    let current = new CardStore(doc, taskId)
+    setStore(current)
+    // The card's document started over (a re-base): read the fresh copy.
+    const off = live.onReplaced((replaced, next) => {
+      if (replaced !== name) return
+      current.destroy()
+      current = new CardStore(next, taskId)
+      setStore(current)
+    })
     return () => {
-      next.destroy()
+      off()
+      current.destroy()
       live.release(doc)
       setStore(undefined)
     }

@@ -1,6 +1,7 @@
 import { HocuspocusProvider, type HocuspocusProviderWebsocket } from '@hocuspocus/provider'
 import * as Y from 'yjs'
 import { closeCase, parseNotice, type StatelessNotice } from '../../../shared/live-protocol.ts'
+import { generationOf } from '../../../shared/rebase.ts'
 import { Emitter } from '../store.ts'
 import { LocalCopy } from './local-copy.ts'
 
@@ -34,6 +35,7 @@ export class LiveDoc {
   readonly local: LocalCopy
   readonly whenLoaded: Promise<void>
   status: DocStatus = { loaded: false, synced: false, unsynced: 0, refused: undefined }
+  private readonly socket: HocuspocusProviderWebsocket
   private readonly changed = new Emitter()
   private readonly noticeListeners = new Set<(notice: StatelessNotice) => void>()
   private destroyed = false
@@ -43,9 +45,18 @@ export class LiveDoc {
     userId: string
     socket: HocuspocusProviderWebsocket
     token: () => Promise<string>
+    /**
+     * A copy kept on this device turned out to be of a generation the server ended (read
+     * late: see LocalCopy): its edits are to be carried across.
+     */
+    staleCopy?: (copy: Y.Doc) => void
   }) {
     this.name = options.name
-    this.local = new LocalCopy(localName(options.userId, options.name), this.doc)
+    this.socket = options.socket
+    this.local = new LocalCopy(localName(options.userId, options.name), this.doc, {
+      synced: () => this.status.synced,
+      stale: (copy) => options.staleCopy?.(copy),
+    })
     this.whenLoaded = this.local.whenLoaded.then(() => {
       if (!this.destroyed) this.update({ loaded: true })
     })
@@ -99,6 +110,35 @@ export class LiveDoc {
     }
   }
 
+  /** Resolves once the first exchange with the server is done (now, if it is). */
+  whenSynced(): Promise<void> {
+    return new Promise((resolve) => {
+      if (this.status.synced) return resolve()
+      const off = this.subscribe(() => {
+        if (!this.status.synced) return
+        off()
+        resolve()
+      })
+    })
+  }
+
+  /**
+   * Resolves once this copy holds generation `atLeast` or a later one (the server's state
+   * after a re-base: every generation but the first names itself in the document).
+   */
+  whenGeneration(atLeast: number): Promise<void> {
+    return new Promise((resolve) => {
+      if (generationOf(this.doc) >= atLeast) return resolve()
+      // Not 'update': the copy's listeners are set aside while the server's changes apply.
+      const check = () => {
+        if (generationOf(this.doc) < atLeast) return
+        this.doc.off('afterTransaction', check)
+        resolve()
+      }
+      this.doc.on('afterTransaction', check)
+    })
+  }
+
   /** Forgets the copy kept on this device (a document the server no longer has). */
   async clearLocal(): Promise<void> {
     await this.local.clear()
@@ -106,6 +146,12 @@ export class LiveDoc {
 
   destroy(): void {
     this.destroyed = true
+    if (this.status.refused !== undefined) {
+      // The server closed this document already. Telling it so again would reach the next
+      // provider of the same name on this socket: Hocuspocus keeps a message for a document
+      // it has no connection to until one authenticates, then closes that one with it.
+      this.socket.configuration.providerMap.delete(this.provider.effectiveName)
+    }
     this.provider.destroy()
     this.local.destroy()
     this.doc.destroy()

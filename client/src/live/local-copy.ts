@@ -1,6 +1,7 @@
 import type { HocuspocusProvider } from '@hocuspocus/provider'
 import * as decoding from 'lib0/decoding'
 import * as Y from 'yjs'
+import { generationOf } from '../../../shared/rebase.ts'
 import type { LocalCopyAnswer, LocalCopyRequest } from './local-copy-protocol.ts'
 
 /**
@@ -31,7 +32,21 @@ export class LocalCopy {
   private kept: boolean
   private offMessages: (() => void) | undefined
 
-  constructor(db: string, doc: Y.Doc) {
+  /**
+   * `late`: how a copy read after the provider joined is taken in. Once the server's state
+   * is in, a copy of a generation the server ended since (a re-base) would mix two
+   * generations: it is handed over instead (its edits are carried across by key). Before
+   * that it is applied as it is (offline, it is all there is), and the server refuses the
+   * mixed copy as holding an ended generation, which carries the edits across too.
+   */
+  constructor(
+    db: string,
+    doc: Y.Doc,
+    late: { synced: () => boolean; stale: (copy: Y.Doc) => void } = {
+      synced: () => false,
+      stale: () => {},
+    },
+  ) {
     this.db = db
     this.doc = doc
     this.kept = copyKept(db)
@@ -42,11 +57,20 @@ export class LocalCopy {
     const readFirst = this.kept
     this.whenLoaded = request({ type: 'load', id: 0, db }).then(
       (answer) => {
-        if (answer.type === 'loaded' && answer.update && !this.destroyed) {
-          // Read after the provider joined (a copy this device did not know it kept): what
-          // it holds that the server lacks goes out like an edit made here.
-          Y.applyUpdate(doc, answer.update, readFirst ? this : LATE_COPY)
+        if (answer.type !== 'loaded' || !answer.update || this.destroyed) return
+        if (readFirst) {
+          Y.applyUpdate(doc, answer.update, this)
+          return
         }
+        // Read after the provider joined (a copy this device did not know it kept): what
+        // it holds that the server lacks goes out like an edit made here.
+        if (late.synced()) {
+          const copy = new Y.Doc()
+          Y.applyUpdate(copy, answer.update)
+          if (generationOf(copy) !== generationOf(doc)) return late.stale(copy)
+          copy.destroy()
+        }
+        Y.applyUpdate(doc, answer.update, LATE_COPY)
       },
       (error: unknown) => {
         // No copy on this device (private browsing, storage refused): the server's will do.
@@ -71,8 +95,8 @@ export class LocalCopy {
   /** Forgets the copy (a document the server no longer has); nothing more is kept. */
   async clear(): Promise<void> {
     this.stop()
-    await request({ type: 'clear', id: 0, db: this.db })
     forgetCopyKept(this.db)
+    await request({ type: 'clear', id: 0, db: this.db })
   }
 
   destroy(): void {

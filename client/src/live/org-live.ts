@@ -1,4 +1,7 @@
 import type { HocuspocusProviderWebsocket } from '@hocuspocus/provider'
+import * as Y from 'yjs'
+import { CLOSE } from '../../../shared/live-protocol.ts'
+import { type CarriedEdit, carry, editsToCarry, generationOf } from '../../../shared/rebase.ts'
 import { appApi } from '../api/app-api.ts'
 import { Emitter } from '../store.ts'
 import { pageSettled } from '../sw/register.ts'
@@ -42,10 +45,9 @@ export class OrgLive {
   readonly orgId: string
   readonly me: Identity
   readonly socket: HocuspocusProviderWebsocket
-  private readonly docs = new Map<
-    string,
-    { live: LiveDoc; refs: number; cleanup: (() => void)[]; refusalSeen: boolean }
-  >()
+  private readonly docs = new Map<string, Entry>()
+  private readonly replacedHooks = new Set<(name: string, live: LiveDoc) => void>()
+  private readonly rebasedHooks = new Set<(outcome: RebaseOutcome) => void>()
   private readonly changed = new Emitter()
   private readonly openHooks = new Set<(live: LiveDoc) => (() => void) | undefined>()
   private readonly refusedHooks = new Set<(live: LiveDoc) => void>()
@@ -131,16 +133,37 @@ export class OrgLive {
       existing.refs += 1
       return existing.live
     }
+    const entry: Entry = {
+      live: undefined as unknown as LiveDoc,
+      refs: 1,
+      cleanup: [],
+      refusalSeen: false,
+      rebasing: false,
+      replaced: new Set(),
+    }
+    this.docs.set(name, entry)
+    this.start(name, entry)
+    this.recompute()
+    return entry.live
+  }
+
+  /** Makes the entry's live document (a fresh one after a re-base) and runs the open hooks. */
+  private start(name: string, entry: Entry): void {
     const live = new LiveDoc({
       name,
       userId: this.me.id,
       socket: this.socket,
       token: this.fetchToken,
+      staleCopy: (copy) => void this.staleCopy(name, entry, copy),
     })
     live.awareness.setLocalStateField('user', this.me)
-    const entry = { live, refs: 1, cleanup: [] as (() => void)[], refusalSeen: false }
+    entry.live = live
+    entry.refusalSeen = false
     live.subscribe(() => {
-      if (live.status.refused && !entry.refusalSeen) {
+      if (entry.live !== live) return
+      if (live.status.refused === CLOSE.rebased.reason) {
+        if (!entry.rebasing) void this.rebase(name, entry)
+      } else if (live.status.refused && !entry.refusalSeen) {
         entry.refusalSeen = true
         for (const hook of this.refusedHooks) hook(live)
       }
@@ -150,9 +173,122 @@ export class OrgLive {
       const cleanup = hook(live)
       if (cleanup) entry.cleanup.push(cleanup)
     }
-    this.docs.set(name, entry)
+  }
+
+  /**
+   * The server refused a document as holding a generation that ended (docs/design.md,
+   * "Re-basing a document"): this device's copy cannot sync any more. Its unsent edits are
+   * worked out by key against the ended generation's final state (shared/rebase.ts), the
+   * copy is forgotten, a fresh one syncs the new generation, and the edits are made again
+   * there, as new edits the server reviews like any other. Whoever shows the document is
+   * told to take the fresh one (onReplaced).
+   */
+  private async rebase(name: string, entry: Entry): Promise<void> {
+    entry.rebasing = true
+    const old = entry.live
+    const found = await this.editsOf(name, old.doc, () => this.docs.get(name) === entry)
+    if (!found || this.destroyed || this.docs.get(name) !== entry) return
+    // No await from the edits worked out to the fresh copy: an edit made in between would
+    // be in neither. The worker clears the old copy before the fresh one reads it.
+    for (const f of entry.cleanup.splice(0)) f()
+    void old.clearLocal().catch(() => {})
+    old.destroy()
+    entry.replaced.add(old)
+    this.start(name, entry)
+    entry.rebasing = false
+    const fresh = entry.live
+    for (const hook of this.replacedHooks) hook(name, fresh)
     this.recompute()
-    return live
+    await this.carryOnto(name, fresh, found, generationOf(old.doc) + 1)
+  }
+
+  /** A copy kept on this device, read late, of a generation that ended: carry its edits. */
+  private async staleCopy(name: string, entry: Entry, copy: Y.Doc): Promise<void> {
+    const live = entry.live
+    const found = await this.editsOf(name, copy, () => entry.live === live)
+    const generation = generationOf(copy)
+    copy.destroy()
+    if (found && !this.destroyed && entry.live === live)
+      await this.carryOnto(name, live, found, generation + 1)
+  }
+
+  /**
+   * A copy's unsent edits, by key, against the final state of the generation it holds (the
+   * server keeps it for a while): undefined when the document was closed meanwhile.
+   */
+  private async editsOf(
+    name: string,
+    copy: Y.Doc,
+    wanted: () => boolean,
+  ): Promise<{ edits: CarriedEdit[]; lost: boolean } | undefined> {
+    for (;;) {
+      try {
+        const ended = await appApi.endedGeneration(this.orgId, name, generationOf(copy))
+        if (!ended.base) return { edits: [], lost: hasOwnEdits(copy) }
+        const final = Y.decodeStateVector(fromBase64(ended.stateVector))
+        return { edits: editsToCarry(name, ended.base, final, copy), lost: false }
+      } catch (error) {
+        if (this.destroyed || !wanted()) return undefined
+        // Offline, or the server away: the copy stays as it is until it can ask again.
+        if (!this.online || (error as { status?: number }).status === undefined) {
+          await new Promise((r) => setTimeout(r, 2_000))
+          continue
+        }
+        return { edits: [], lost: hasOwnEdits(copy) }
+      }
+    }
+  }
+
+  /** Makes carried edits again on the live copy (and on other documents they belong to). */
+  private async carryOnto(
+    name: string,
+    live: LiveDoc,
+    { edits, lost }: { edits: CarriedEdit[]; lost: boolean },
+    generation: number,
+  ): Promise<void> {
+    // The server's state of the generation after the copy's (a sync status meant for the
+    // copy's provider may read as synced before the fresh one received anything).
+    await live.whenGeneration(generation)
+    if (this.destroyed) return
+    let carried = carry(
+      live.doc,
+      edits.filter((e) => e.doc === name),
+      CARRIED,
+    )
+    // Edits meant for another document: a version-2 board's descriptions, now each
+    // card's own.
+    const elsewhere = new Map<string, CarriedEdit[]>()
+    for (const e of edits) {
+      if (e.doc !== name) elsewhere.set(e.doc, [...(elsewhere.get(e.doc) ?? []), e])
+    }
+    for (const [doc, list] of elsewhere) {
+      const other = this.open(doc)
+      await other.whenSynced()
+      carried += carry(other.doc, list, CARRIED)
+      this.release(other)
+    }
+    for (const hook of this.rebasedHooks) hook({ name, carried, lost })
+  }
+
+  /** Runs when a document's live copy was replaced by a fresh one (a re-base). */
+  onReplaced(hook: (name: string, live: LiveDoc) => void): () => void {
+    this.replacedHooks.add(hook)
+    return () => {
+      this.replacedHooks.delete(hook)
+    }
+  }
+
+  /** Runs once a re-base is done: how many edits were carried, and whether some were lost. */
+  onRebased(hook: (outcome: RebaseOutcome) => void): () => void {
+    this.rebasedHooks.add(hook)
+    return () => {
+      this.rebasedHooks.delete(hook)
+    }
+  }
+
+  /** The document's live copy now (a re-base replaces it). */
+  current(name: string): LiveDoc | undefined {
+    return this.docs.get(name)?.live
   }
 
   /** Runs for every document opened from now on; what it returns runs when it closes. */
@@ -173,27 +309,35 @@ export class OrgLive {
 
   release(live: LiveDoc): void {
     const entry = this.docs.get(live.name)
-    if (!entry || entry.live !== live) return
+    if (!entry) return
+    // A copy a re-base replaced: its holder lets go of the document all the same.
+    if (entry.live !== live && !entry.replaced.has(live)) return
     entry.refs -= 1
     if (entry.refs > 0) return
     // Closing a document a moment later lets a quick back-and-forth reuse it; one whose
     // edits the server may not have yet (offline, or not acknowledged) stays open and
-    // syncing until it has them.
+    // syncing until it has them. After a re-base, the fresh copy is the one closed.
     const settled = () =>
-      live.status.refused !== undefined || (live.status.synced && live.status.unsynced === 0)
+      entry.rebasing
+        ? false
+        : entry.live.status.refused !== undefined ||
+          (entry.live.status.synced && entry.live.status.unsynced === 0)
+    const name = live.name
     const close = () => {
-      if (entry.refs > 0 || this.docs.get(live.name) !== entry) return
+      if (entry.refs > 0 || this.docs.get(name) !== entry) return
+      if (entry.rebasing) return void setTimeout(close, 1_000)
+      const current = entry.live
       if (!settled()) {
-        const off = live.subscribe(() => {
+        const off = current.subscribe(() => {
           if (!settled()) return
           off()
           close()
         })
         return
       }
-      this.docs.delete(live.name)
+      this.docs.delete(name)
       for (const f of entry.cleanup) f()
-      live.destroy()
+      current.destroy()
       this.recompute()
     }
     setTimeout(close, 5_000)
@@ -231,6 +375,39 @@ export class OrgLive {
     this.socket.destroy()
     this.changed.clear()
   }
+}
+
+interface Entry {
+  live: LiveDoc
+  refs: number
+  cleanup: (() => void)[]
+  refusalSeen: boolean
+  /** Its copy holds an ended generation: a fresh one is being made. */
+  rebasing: boolean
+  /** Copies a re-base replaced, still held by whoever opened them. */
+  replaced: Set<LiveDoc>
+}
+
+/** What a re-base of one document did for this device. */
+export interface RebaseOutcome {
+  name: string
+  /** Unsent edits made again on the new generation. */
+  carried: number
+  /** Unsent edits that could not be carried (the ended generation's base expired). */
+  lost: boolean
+}
+
+/** The origin of edits carried across a re-base: sent and kept like the person's own. */
+const CARRIED = Symbol('carried across a re-base')
+
+const fromBase64 = (s: string) => Uint8Array.from(atob(s), (c) => c.charCodeAt(0))
+
+/**
+ * Whether a copy holds edits of this device's own that the server may lack (it made any
+ * change under its own client id). Without the ended generation's base they are lost.
+ */
+function hasOwnEdits(doc: Y.Doc): boolean {
+  return Y.getState(doc.store, doc.clientID) > 0
 }
 
 /** Deletes every IndexedDB copy this person's documents left on the device (sign-out). */

@@ -37,8 +37,17 @@ import {
 /** Opens the map's live document for as long as the canvas shows it. */
 function useMapDoc(mapId: string): LiveDoc {
   const { live, org } = useWorkspace()
-  const [doc] = useState(() => live.open(mapDocName(org.id, mapId)))
-  useEffect(() => () => live.release(doc), [live, doc])
+  const [opened] = useState(() => live.open(mapDocName(org.id, mapId)))
+  const [doc, setDoc] = useState(opened)
+  useEffect(() => () => live.release(opened), [live, opened])
+  // The map started over as a new generation (a re-base): the fresh copy is the map.
+  useEffect(
+    () =>
+      live.onReplaced((name, next) => {
+        if (name === opened.name) setDoc(next)
+      }),
+    [live, opened],
+  )
   return doc
 }
 
@@ -47,7 +56,7 @@ export function MapCanvas({ mapId }: { mapId: string }) {
   const doc = useMapDoc(mapId)
   return (
     <ReactFlowProvider>
-      <Canvas live={doc} mapId={mapId} />
+      <Canvas key={doc.doc.clientID} live={doc} mapId={mapId} />
     </ReactFlowProvider>
   )
 }

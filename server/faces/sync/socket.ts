@@ -1,6 +1,7 @@
 import type { Server as HttpServer } from 'node:http'
 import type { Extension, WebSocketLike } from '@hocuspocus/server'
 import crossws from 'crossws/adapters/node'
+import * as decoding from 'lib0/decoding'
 import type { Logger } from '../../http/json.ts'
 import type { LiveDocs } from '../../live/live-docs.ts'
 
@@ -8,7 +9,47 @@ interface PeerState {
   _hocuspocus?: {
     handleMessage(m: Uint8Array): void
     handleClose(e: { code: number; reason: string }): void
+    /** Hocuspocus's ClientConnection: the documents it has a connection to, by address. */
+    documentConnections: Record<string, unknown>
+    /** Addresses whose authentication is under way or done. */
+    documentConnectionsEstablished: Set<string>
   }
+  /** Addresses of documents this socket authenticated at some point. */
+  _authed?: Set<string>
+}
+
+/** Hocuspocus message type of an authentication message. */
+const AUTH = 2
+
+/**
+ * Whether a message is left over from a document connection the server closed (refused,
+ * re-based, deleted): the provider sent it before hearing of the close. Hocuspocus would
+ * keep it until a connection of the same address authenticates, then play it there, and
+ * that connection would inherit it (a provider's own request to close, or an update of a
+ * generation that ended). Only an authentication opens a document again.
+ */
+function leftOver(state: PeerState, message: Uint8Array): boolean {
+  const client = state._hocuspocus
+  if (!client) return false
+  let address: string
+  let type: number
+  try {
+    const decoder = decoding.createDecoder(message)
+    address = decoding.readVarString(decoder)
+    type = decoding.readVarUint(decoder)
+  } catch {
+    return false
+  }
+  state._authed ??= new Set()
+  if (type === AUTH) {
+    state._authed.add(address)
+    return false
+  }
+  return (
+    state._authed.has(address) &&
+    client.documentConnections[address] === undefined &&
+    !client.documentConnectionsEstablished.has(address)
+  )
 }
 
 /** What one live-sync socket may cost before it has proved who it is. */
@@ -55,10 +96,11 @@ export function attachSync(server: HttpServer, live: LiveDocs, log: Logger, limi
         open += 1
         const state = peer as unknown as PeerState
         const request = peer.request
+        // Its private maps are read by leftOver (see there).
         state._hocuspocus = live.hocuspocus.handleConnection(
           peer.websocket as unknown as WebSocketLike,
           request as Request,
-        )
+        ) as unknown as PeerState['_hocuspocus']
         if (limits.authTimeoutMs <= 0) return
         const timer = setTimeout(() => {
           deadlines.delete(request)
@@ -71,7 +113,10 @@ export function attachSync(server: HttpServer, live: LiveDocs, log: Logger, limi
         deadlines.set(request, timer)
       },
       message(peer, message) {
-        ;(peer as unknown as PeerState)._hocuspocus?.handleMessage(message.uint8Array())
+        const state = peer as unknown as PeerState
+        const bytes = message.uint8Array()
+        if (leftOver(state, bytes)) return
+        state._hocuspocus?.handleMessage(bytes)
       },
       close(peer, event) {
         open -= 1
