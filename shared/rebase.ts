@@ -296,8 +296,10 @@ export function carry(doc: Y.Doc, edits: readonly CarriedEdit[], origin?: unknow
 
 /**
  * A three-way merge of one text: `to` is `from` with one span changed (what the replica
- * did, its common prefix and suffix kept); that change is made on `now`, where the same
- * prefix and suffix are found. When `now` changed the same span, the replica's text wins.
+ * did, its common prefix and suffix kept); that change is made on `now` where the span's
+ * surroundings are found (a few characters either side, as a patch tool finds its
+ * context), so what someone else changed elsewhere in the text stays. When the
+ * surroundings are gone (both changed the same words), the replica's text wins.
  */
 export function mergeText(from: string, to: string, now: string): string {
   if (from === to) return now
@@ -307,19 +309,40 @@ export function mergeText(from: string, to: string, now: string): string {
   while (start < max && from[start] === to[start]) start++
   let end = 0
   while (end < max - start && from[from.length - 1 - end] === to[to.length - 1 - end]) end++
-  const prefix = from.slice(0, start)
-  const suffix = from.slice(from.length - end)
-  const inserted = to.slice(start, to.length - end)
   const removed = from.slice(start, from.length - end)
-  // Where the changed span sits in `now`: after the same prefix, before the same suffix.
-  const at = now.startsWith(prefix) ? start : now.indexOf(prefix)
-  if (at >= 0) {
-    const rest = now.slice(at + prefix.length)
-    if (rest.startsWith(removed) && rest.slice(removed.length).endsWith(suffix)) {
-      return now.slice(0, at + prefix.length) + inserted + rest.slice(removed.length)
+  const inserted = to.slice(start, to.length - end)
+  // The span's place in `now`: its surroundings and what it removed, near where it was;
+  // with less and less context while none is found.
+  for (const size of [CONTEXT, 8, 4, 2, 1]) {
+    const before = from.slice(Math.max(0, start - size), start)
+    const after = from.slice(from.length - end, from.length - end + size)
+    const tries: [string, number][] = [
+      [before + removed + after, before.length],
+      [before + removed, before.length],
+      [removed + after, 0],
+    ]
+    if (removed === '') tries.push([before, before.length], [after, 0])
+    for (const [needle, offset] of tries) {
+      if (needle === '') continue
+      const at = nearest(now, needle, start - offset)
+      if (at < 0) continue
+      const span = at + offset
+      return now.slice(0, span) + inserted + now.slice(span + removed.length)
     }
   }
-  return to
+  return from === '' ? inserted + now : to
+}
+
+/** How much text either side of a changed span locates it in a text changed since. */
+const CONTEXT = 16
+
+/** The occurrence of `needle` in `text` nearest to `around`, or -1. */
+function nearest(text: string, needle: string, around: number): number {
+  let best = -1
+  for (let at = text.indexOf(needle); at >= 0; at = text.indexOf(needle, at + 1)) {
+    if (best < 0 || Math.abs(at - around) < Math.abs(best - around)) best = at
+  }
+  return best
 }
 
 function asRecord(v: unknown): Record<string, unknown> {

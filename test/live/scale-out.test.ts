@@ -3,8 +3,9 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { type App, createApp } from '../../server/app.ts'
 import { loadConfig } from '../../server/config.ts'
 import { boardDocName, boardMaps, mapDocName } from '../../shared/board-doc.ts'
-import { parseNotice } from '../../shared/live-protocol.ts'
-import { Agent, connectProvider, eventually, Person } from '../support/client.ts'
+import { CLOSE, parseNotice } from '../../shared/live-protocol.ts'
+import { generationOf } from '../../shared/rebase.ts'
+import { Agent, connectProvider, eventually, eventuallyAsync, Person } from '../support/client.ts'
 import { freshDb, type TestDb } from '../support/storage.ts'
 
 /**
@@ -52,6 +53,49 @@ describe('several server processes share one service (postgres + redis)', () => 
         10_000,
       )
       expect(seen).toBe('crossed processes')
+    } finally {
+      onB.destroy()
+    }
+  })
+
+  test('a document re-based by A: B closes its connections with "re-based" and drops its copy; writes through either process land on the new generation', async () => {
+    const owner = new Person(a.url)
+    await owner.signUp()
+    const agentOnA = new Agent(a.url, await owner.createKey())
+    const agentOnB = new Agent(b.url, await owner.createKey())
+    const { columns } = await agentOnA.ok('list_columns')
+    for (let i = 0; i < 5; i++)
+      await agentOnB.ok('create_task', { columnId: columns[0].id, title: `before ${i}` })
+    const name = boardDocName(owner.orgId)
+    const onB = await connectProvider(b.url, name, await owner.syncToken())
+    const closed: string[] = []
+    onB.provider.on('close', ({ event }: { event: { reason: string } }) => {
+      closed.push(event.reason)
+    })
+    try {
+      const done = await a.live.rebase(name)
+      await eventually(() => (closed.includes(CLOSE.rebased.reason) ? true : undefined), 10_000)
+      // Writes through B (whose copy was of the ended generation) and A, after the re-base.
+      const { task: viaB } = await agentOnB.ok('create_task', {
+        columnId: columns[0].id,
+        title: 'after, through B',
+      })
+      const { task: viaA } = await agentOnA.ok('create_task', {
+        columnId: columns[0].id,
+        title: 'after, through A',
+      })
+      // Each process's copy holds both (B hears of A's write through Redis).
+      for (const app of [a, b]) {
+        const state = await eventuallyAsync(async () => {
+          const now = await app.live.read(name, (doc) => ({
+            generation: generationOf(doc),
+            ids: [...boardMaps(doc).tasks.keys()],
+          }))
+          return now.ids.length === 7 ? now : undefined
+        }, 10_000)
+        expect(state.generation).toBe(done.generation)
+        expect(state.ids).toEqual(expect.arrayContaining([viaA.id, viaB.id]))
+      }
     } finally {
       onB.destroy()
     }
