@@ -29,6 +29,8 @@ create table doc_generations (
   generation integer not null,
   final_state_vector bytea not null,
   base bytea,
+  -- Edits made on the document while its re-base ran, to apply to base (JSON, or null).
+  carried text,
   ended_at timestamptz not null default now(),
   primary key (doc_name, generation)
 );

@@ -1,4 +1,5 @@
 import { Worker } from 'node:worker_threads'
+import type { CarriedEdit } from '../../shared/rebase.ts'
 import type { CompactionJob, CompactionReply } from './compaction.worker.ts'
 
 type Job = CompactionJob extends infer J
@@ -22,6 +23,8 @@ export class Compactor {
   private worker: Worker | undefined
   private idleTimer: NodeJS.Timeout | undefined
   private nextId = 0
+  /** Next generations the thread keeps (the thread stays while any is kept). */
+  private readonly held = new Set<number>()
   private readonly waiting = new Map<
     number,
     { resolve: (reply: CompactionReply) => void; reject: (error: Error) => void }
@@ -40,9 +43,32 @@ export class Compactor {
     return ((await this.run({ op: 'merge', updates })) as Done<'merge'>).update
   }
 
-  /** The next generation of a document from its updates (shared/rebase.ts). */
-  async rebuild(updates: Uint8Array[], name: string): Promise<Done<'rebuild'>> {
-    return (await this.run({ op: 'rebuild', updates, name })) as Done<'rebuild'>
+  /**
+   * The next generation of a document from its updates (shared/rebase.ts), kept on the
+   * thread under `handle` until released: edits are carried onto it there (carry).
+   */
+  async rebuild(
+    updates: Uint8Array[],
+    name: string,
+  ): Promise<Done<'rebuild'> & { handle: number }> {
+    const reply = (await this.run({ op: 'rebuild', updates, name })) as Done<'rebuild'>
+    this.held.add(reply.id)
+    return { ...reply, handle: reply.id }
+  }
+
+  /**
+   * Edits made again on a kept next generation: its whole state after them, or (`whole`
+   * false) only what they added.
+   */
+  async carry(handle: number, edits: CarriedEdit[], whole: boolean): Promise<Uint8Array> {
+    return ((await this.run({ op: 'carry', handle, edits, whole })) as Done<'carry'>).update
+  }
+
+  /** Lets a kept next generation go. */
+  async release(handle: number): Promise<void> {
+    if (!this.held.delete(handle)) return
+    if (this.worker) await this.run({ op: 'release', handle }).catch(() => {})
+    else this.idle()
   }
 
   private run(job: Job): Promise<CompactionReply> {
@@ -61,6 +87,7 @@ export class Compactor {
     if (this.idleTimer) clearTimeout(this.idleTimer)
     const worker = this.worker
     this.worker = undefined
+    this.held.clear()
     this.failAll(new Error('compactor closed'))
     await worker?.terminate()
   }
@@ -75,12 +102,7 @@ export class Compactor {
       this.waiting.delete(reply.id)
       if (this.waiting.size === 0) {
         worker.unref()
-        this.idleTimer = setTimeout(() => {
-          if (this.worker !== worker || this.waiting.size > 0) return
-          this.worker = undefined
-          void worker.terminate()
-        }, IDLE_MS)
-        this.idleTimer.unref()
+        this.idle()
       }
       if (reply.op === 'failed') job.reject(new Error(`compaction failed: ${reply.error}`))
       else job.resolve(reply)
@@ -88,12 +110,26 @@ export class Compactor {
     const lost = (error: Error) => {
       if (this.worker !== worker) return
       this.worker = undefined
+      this.held.clear()
       this.failAll(error)
     }
     worker.on('error', lost)
     worker.on('exit', (code) => lost(new Error(`compactor thread exited with ${code}`)))
     this.worker = worker
     return worker
+  }
+
+  /** Ends the thread IDLE_MS after its last job, unless it keeps a next generation. */
+  private idle(): void {
+    const worker = this.worker
+    if (!worker || this.held.size > 0 || this.waiting.size > 0) return
+    if (this.idleTimer) clearTimeout(this.idleTimer)
+    this.idleTimer = setTimeout(() => {
+      if (this.worker !== worker || this.waiting.size > 0 || this.held.size > 0) return
+      this.worker = undefined
+      void worker.terminate()
+    }, IDLE_MS)
+    this.idleTimer.unref()
   }
 
   private failAll(error: Error): void {

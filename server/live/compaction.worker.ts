@@ -2,7 +2,7 @@ import { setPriority } from 'node:os'
 import { parentPort } from 'node:worker_threads'
 import * as Y from 'yjs'
 import { parseDocName } from '../../shared/doc-names.ts'
-import { docJson, generationOf, rebuilt } from '../../shared/rebase.ts'
+import { type CarriedEdit, carry, docJson, generationOf, rebuilt } from '../../shared/rebase.ts'
 import { mergedOf, replay } from './doc-store.ts'
 
 // The lowest priority, for this thread only (Linux applies it per thread): on a busy
@@ -15,8 +15,18 @@ export type CompactionJob =
   | { id: number; op: 'merge'; updates: Uint8Array[] }
   /** A snapshot, and the size the document would have re-based (how much is tombstones). */
   | { id: number; op: 'snapshot'; updates: Uint8Array[]; name: string }
-  /** The next generation of a document (shared/rebase.ts), and its state as it ends. */
+  /**
+   * The next generation of a document (shared/rebase.ts), and its state as it ends. The
+   * thread keeps the next generation (its handle is the job's id) until it is released, so
+   * what changes meanwhile is carried onto it here, off the event loop.
+   */
   | { id: number; op: 'rebuild'; updates: Uint8Array[]; name: string }
+  /**
+   * Edits made again on a next generation the thread keeps; the answer is its whole state
+   * (`whole`) or only what the edits added.
+   */
+  | { id: number; op: 'carry'; handle: number; edits: CarriedEdit[]; whole: boolean }
+  | { id: number; op: 'release'; handle: number }
 
 export type CompactionReply = { id: number } & (
   | { op: 'merge'; update: Uint8Array }
@@ -30,11 +40,29 @@ export type CompactionReply = { id: number } & (
       stateVector: Uint8Array
       base: string
     }
+  | { op: 'carry'; update: Uint8Array }
+  | { op: 'release' }
   | { op: 'failed'; error: string }
 )
 
+/** Next generations kept for their re-base, by handle. */
+const held = new Map<number, Y.Doc>()
+
 function run(job: CompactionJob): CompactionReply {
   if (job.op === 'merge') return { id: job.id, op: 'merge', update: mergedOf(job.updates) }
+  if (job.op === 'release') {
+    held.get(job.handle)?.destroy()
+    held.delete(job.handle)
+    return { id: job.id, op: 'release' }
+  }
+  if (job.op === 'carry') {
+    const next = held.get(job.handle)
+    if (!next) throw new Error(`no next generation ${job.handle}`)
+    const before = Y.encodeStateVector(next)
+    carry(next, job.edits)
+    const update = job.whole ? Y.encodeStateAsUpdate(next) : Y.encodeStateAsUpdate(next, before)
+    return { id: job.id, op: 'carry', update }
+  }
   const kind = parseDocName(job.name)?.kind
   if (!kind) throw new Error(`${job.name} is not a document name`)
   const doc = new Y.Doc()
@@ -43,7 +71,8 @@ function run(job: CompactionJob): CompactionReply {
     const generation = generationOf(doc)
     const next = rebuilt(kind, doc, generation + 1)
     const fresh = Y.encodeStateAsUpdate(next)
-    next.destroy()
+    if (job.op === 'rebuild') held.set(job.id, next)
+    else next.destroy()
     if (job.op === 'snapshot') {
       return {
         id: job.id,

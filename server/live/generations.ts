@@ -2,7 +2,7 @@ import { promisify } from 'node:util'
 import { gunzip, gzip } from 'node:zlib'
 import * as Y from 'yjs'
 import type { Queryable } from '../../persistence/types.ts'
-import type { DocJson } from '../../shared/rebase.ts'
+import { applyToJson, type CarriedEdit, type DocJson } from '../../shared/rebase.ts'
 
 /**
  * The generations of live documents in Postgres (docs/design.md, "Re-basing a document";
@@ -46,20 +46,34 @@ export async function storedGeneration(q: Queryable, docName: string): Promise<n
   return row ? row.generation + 1 : 0
 }
 
-/** Records that `generation` of a document ended, with its final state. */
+/** A base as stored: its JSON, gzipped. */
+export function packBase(base: DocJson): Promise<Buffer> {
+  return gzipAsync(JSON.stringify(base))
+}
+
+/**
+ * Records that `generation` of a document ended, with its final state: `base` (packed
+ * ahead of time when it is big) and the edits `carried` onto it after it was taken.
+ */
 export async function endGeneration(
   q: Queryable,
   docName: string,
-  ended: { generation: number; stateVector: Uint8Array; base: DocJson },
+  ended: {
+    generation: number
+    stateVector: Uint8Array
+    base: DocJson | Buffer
+    carried?: readonly CarriedEdit[]
+  },
 ): Promise<void> {
   await q.query(
-    `insert into doc_generations (doc_name, generation, final_state_vector, base)
-     values ($1, $2, $3, $4)`,
+    `insert into doc_generations (doc_name, generation, final_state_vector, base, carried)
+     values ($1, $2, $3, $4, $5)`,
     [
       docName,
       ended.generation,
       Buffer.from(ended.stateVector),
-      await gzipAsync(JSON.stringify(ended.base)),
+      Buffer.isBuffer(ended.base) ? ended.base : await packBase(ended.base),
+      ended.carried?.length ? JSON.stringify(ended.carried) : null,
     ],
   )
 }
@@ -73,9 +87,10 @@ export async function endedGeneration(
   const [row] = await q.query<{
     final_state_vector: Uint8Array
     base: Uint8Array | null
+    carried: string | null
     ended_at: Date
   }>(
-    `select final_state_vector, base, ended_at from doc_generations
+    `select final_state_vector, base, carried, ended_at from doc_generations
       where doc_name = $1 and generation = $2`,
     [docName, generation],
   )
@@ -83,17 +98,20 @@ export async function endedGeneration(
   return {
     generation,
     stateVector: row.final_state_vector,
-    base: row.base
-      ? (JSON.parse((await gunzipAsync(row.base)).toString('utf8')) as DocJson)
-      : undefined,
+    base: row.base ? await unpackBase(row.base, row.carried) : undefined,
     endedAt: row.ended_at,
   }
+}
+
+async function unpackBase(packed: Uint8Array, carried: string | null): Promise<DocJson> {
+  const base = JSON.parse((await gunzipAsync(packed)).toString('utf8')) as DocJson
+  return carried ? applyToJson(base, JSON.parse(carried) as CarriedEdit[]) : base
 }
 
 /** Drops the bases of generations that ended more than BASE_KEPT_DAYS ago (the sweeper). */
 export async function expireBases(q: Queryable, now: Date): Promise<number> {
   const rows = await q.query(
-    `update doc_generations set base = null
+    `update doc_generations set base = null, carried = null
       where base is not null and ended_at < $1 returning doc_name`,
     [new Date(now.getTime() - BASE_KEPT_DAYS * 86_400_000)],
   )

@@ -1,19 +1,12 @@
 import * as Y from 'yjs'
-import type { Db } from '../../persistence/types.ts'
+import type { Db, Queryable } from '../../persistence/types.ts'
 import { orgIdOf, parseDocName } from '../../shared/doc-names.ts'
-import {
-  applyToJson,
-  type CarriedEdit,
-  carry,
-  type DocJson,
-  editsToCarry,
-  generationOf,
-} from '../../shared/rebase.ts'
+import { type DocJson, docJson, editsToCarry, generationOf } from '../../shared/rebase.ts'
 import type { Logger } from '../http/json.ts'
 import type { Compaction } from './compaction.ts'
 import type { DocRegistry } from './doc-registry.ts'
 import { LEVEL } from './doc-store.ts'
-import { endGeneration, storedGeneration } from './generations.ts'
+import { endGeneration, packBase, storedGeneration } from './generations.ts'
 import type { OrgLane } from './lane.ts'
 
 /** What a re-base did. */
@@ -58,25 +51,44 @@ export async function rebase(services: RebaseServices, docName: string): Promise
   const ref = parseDocName(docName)
   if (!ref) throw new Error(`${docName} is not a document name`)
   const { db, registry } = services
+  const compactor = services.compaction.compactor
   const lane = services.lane(orgIdOf(docName))
   const entry = await registry.acquire(docName)
+  let handle: number | undefined
   try {
     const rows = await db.query<Rows[number]>(
       'select id::text as id, data from doc_updates where doc_name = $1 order by id',
       [docName],
     )
-    const lastId = rows.at(-1)?.id ?? '0'
-    const built = await services.compaction.compactor.rebuild(
+    let lastId = rows.at(-1)?.id ?? '0'
+    const built = await compactor.rebuild(
       rows.map((r) => r.data),
       docName,
     )
-    const base = JSON.parse(built.base) as DocJson
-    const buildSv = Y.decodeStateVector(built.stateVector)
+    handle = built.handle
     const bytesBefore = rows.reduce((sum, r) => sum + r.data.length, 0)
+    const live = entry.doc
+
+    // Catching up, still off the lane: what was stored and changed while the build ran is
+    // carried onto the next generation on the compactor's thread, and the ended
+    // generation's state is taken and packed here, so that with the lane to itself only
+    // what changes from now on is left to carry.
+    lastId = applyStoredSince(live, await storedSince(db, docName, lastId), lastId)
+    const caught = editsToCarry(
+      docName,
+      JSON.parse(built.base) as DocJson,
+      Y.decodeStateVector(built.stateVector),
+      live,
+      { everything: true },
+    )
+    // Taken with the edits, before anything awaits: the state they bring the build to.
+    const base = docJson(ref.kind, live)
+    const caughtSv = Y.decodeStateVector(Y.encodeStateVector(live))
+    const snapshot = await compactor.carry(built.handle, caught, true)
+    const packed = await packBase(base)
 
     return await lane.alone(async () => {
       const started = performance.now()
-      const live = entry.doc
       if (live.isDestroyed) throw new Error(`${docName} was unloaded while it was re-based`)
       if (generationOf(live) !== built.generation) {
         throw new Error(`${docName} changed generation while it was re-based`)
@@ -88,56 +100,64 @@ export async function rebase(services: RebaseServices, docName: string): Promise
         if ((await storedGeneration(tx, docName)) !== built.generation) {
           throw new Error(`${docName} was re-based by another process`)
         }
-        // Rows other processes stored since the build, not yet applied here.
-        const since = await tx.query<{ data: Uint8Array }>(
-          'select data from doc_updates where doc_name = $1 and id > $2::bigint order by id',
-          [docName, lastId],
-        )
-        for (const r of since) Y.applyUpdate(live, r.data, REBASE_ORIGIN)
-        // Everything the live copy holds beyond the build: carried onto the new generation.
-        const edits = editsToCarry(docName, base, buildSv, live, { everything: true })
-        const update = edits.length > 0 ? withEdits(built.update, edits) : built.update
+        // Rows other processes stored since the catch-up, not yet applied here.
+        applyStoredSince(live, await storedSince(tx, docName, lastId), lastId)
+        // Everything the live copy holds beyond the catch-up: carried onto the new generation.
+        const edits = editsToCarry(docName, base, caughtSv, live, { everything: true })
+        const added =
+          edits.length > 0 ? await compactor.carry(built.handle, edits, false) : undefined
         await tx.query('delete from doc_updates where doc_name = $1', [docName])
         await tx.query('insert into doc_updates (doc_name, data, level) values ($1, $2, $3)', [
           docName,
-          Buffer.from(update),
+          Buffer.from(snapshot),
           LEVEL.snapshot,
         ])
+        if (added) {
+          await tx.query('insert into doc_updates (doc_name, data, level) values ($1, $2, $3)', [
+            docName,
+            Buffer.from(added),
+            LEVEL.update,
+          ])
+        }
         await endGeneration(tx, docName, {
           generation: built.generation,
           stateVector: Y.encodeStateVector(live),
-          base: edits.length > 0 ? applyToJson(base, edits) : base,
+          base: packed,
+          carried: edits,
         })
-        return { update, carried: edits.length }
+        return { bytes: snapshot.length + (added?.length ?? 0), carried: edits.length }
       })
       services.rebased(docName)
-      services.compaction.rebased(docName, stored.update.length)
+      services.compaction.rebased(docName, stored.bytes)
       return {
         docName,
         ended: built.generation,
         generation: built.generation + 1,
         bytesBefore,
-        bytesAfter: stored.update.length,
-        carried: stored.carried,
+        bytesAfter: stored.bytes,
+        carried: caught.length + stored.carried,
         heldMs: performance.now() - started,
       }
     })
   } finally {
+    if (handle !== undefined) void compactor.release(handle)
     registry.release(entry)
   }
 }
 
+/** Rows stored for a document after the row `afterId`. */
+function storedSince(q: Queryable, docName: string, afterId: string): Promise<Rows> {
+  return q.query<Rows[number]>(
+    'select id::text as id, data from doc_updates where doc_name = $1 and id > $2::bigint order by id',
+    [docName, afterId],
+  )
+}
+
+/** Applies stored rows to the live copy (those it has already change nothing); the last id. */
+function applyStoredSince(live: Y.Doc, rows: Rows, lastId: string): string {
+  for (const r of rows) Y.applyUpdate(live, r.data, REBASE_ORIGIN)
+  return rows.at(-1)?.id ?? lastId
+}
+
 /** The origin of stored rows applied to a live copy about to be re-based. */
 const REBASE_ORIGIN = { source: 'local', skipStoreHooks: true, context: { rebase: true } }
-
-/** The next generation's state with edits made on it (edits since the build). */
-function withEdits(update: Uint8Array, edits: readonly CarriedEdit[]): Uint8Array {
-  const doc = new Y.Doc()
-  try {
-    Y.applyUpdate(doc, update)
-    carry(doc, edits)
-    return Y.encodeStateAsUpdate(doc)
-  } finally {
-    doc.destroy()
-  }
-}

@@ -26,7 +26,7 @@ const SHAPE: OrgShape = {
   commentsPerArchived: 1,
   claimedArchived: 500,
 }
-const RUNS = 7
+const RUNS = Number(process.env.RUNS ?? 7)
 
 async function boardBytes(app: App, orgId: string): Promise<{ bytes: number; rows: number }> {
   const rows = await app.db.query<{ data: Uint8Array }>(
@@ -95,7 +95,7 @@ async function storageRun(kind: StorageKind, log: (l: string) => void): Promise<
       if (r === 0) {
         const after = await boardBytes(app, org.orgId)
         log(
-          `  board document: ${(before.bytes / 1e6).toFixed(2)} MB in ${before.rows} rows → ${(after.bytes / 1e6).toFixed(2)} MB in ${after.rows} row (×${(after.bytes / before.bytes).toFixed(2)})`,
+          `  board document: ${(before.bytes / 1e6).toFixed(2)} MB in ${before.rows} rows → ${(after.bytes / 1e6).toFixed(2)} MB in ${after.rows} rows (×${(after.bytes / before.bytes).toFixed(2)})`,
         )
       }
     }

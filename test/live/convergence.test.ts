@@ -233,8 +233,20 @@ describe.each(STORAGES)('live documents converge whatever people and agents do (
       if (which === 'board') c.board = fresh
       else c.cards.set(which, fresh)
       const generation = generationOf(old.doc) + 1
-      await eventually(() => (generationOf(fresh.doc) >= generation ? true : undefined), 60_000)
-      carry(fresh.doc, edits)
+      // Whichever copy holds the document by then: re-based again meanwhile (compaction
+      // may start one of its own), the fresh copy is replaced in its turn, and the edits
+      // go with the copy that holds a generation at least this one.
+      await eventually(
+        () => (generationOf(replicaOf().doc) >= generation ? true : undefined),
+        60_000,
+      ).catch((error: unknown) => {
+        const now = replicaOf()
+        throw new Error(
+          `${which} of a client never reached generation ${generation}: its copy is at ${generationOf(now.doc)} (${now === fresh ? 'the fresh one' : 'replaced'}), synced ${now.provider.synced}, socket ${c.socket.status}`,
+          { cause: error },
+        )
+      })
+      carry(replicaOf().doc, edits)
     })()
     moving.add(job)
     void job.finally(() => moving.delete(job)).catch(() => {})
