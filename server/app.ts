@@ -53,6 +53,8 @@ export interface App {
   readonly server: Server
   readonly db: Db
   readonly live: LiveDocs
+  /** Cards' descriptions as this process knows them (board/descriptions.ts). */
+  readonly descriptions: Descriptions
   readonly config: Config
   readonly webhooks: Webhooks
   /** The service's logger (JSON lines, each naming its request's id). */
@@ -252,6 +254,7 @@ export async function createApp(
     server,
     db,
     live,
+    descriptions,
     config,
     webhooks,
     log,

@@ -21,6 +21,8 @@ import { line, type Stats, time } from './stats.ts'
  * The organisation without history is the baseline every ratio is taken against.
  */
 const ON_BOARD = 2_000
+/** Agents write long descriptions (plans, specs, logs): every card carries one this long. */
+const DESCRIPTION = Number(process.env.BENCH_DESCRIPTION ?? 2_000)
 const SHAPES: Record<string, OrgShape> = {
   'no history': {
     onBoard: ON_BOARD,
@@ -58,6 +60,7 @@ const SHAPES: Record<string, OrgShape> = {
     claimedArchived: 0,
   },
 }
+for (const shape of Object.values(SHAPES)) shape.descriptionChars = DESCRIPTION
 /** PGlite seeds slowly (one connection): the baseline, the largest history and the wide board. */
 const PGLITE_SHAPES = [
   'no history',
@@ -244,6 +247,18 @@ async function storageRun(kind: StorageKind, log: (l: string) => void): Promise<
     const env = { ...storage.env, RATE_LIMIT_PER_KEY: '1000000' }
     for (const [name, { org, size }] of seeded) {
       results.push(await measure(env, name, org, warmOn, size))
+      if ((SHAPES[name] as OrgShape).archived === 0 || process.env.BENCH_REBASE === '0') continue
+      // The same organisation once its board started over as a new generation.
+      const rebaser = await createApp(config)
+      const done = await rebaser.live.rebase(boardDocName(org.orgId))
+      await rebaser.close()
+      const again = await createApp(config)
+      const after = await boardSize(again, org.orgId)
+      await again.close()
+      log(
+        `  re-based ${name} in ${ms(done.heldMs)} held (${mb(done.bytesBefore)} → ${mb(done.bytesAfter)} stored)`,
+      )
+      results.push(await measure(env, `${name}, re-based`, org, warmOn, after))
     }
     report(kind, results, log)
   } finally {
@@ -264,13 +279,16 @@ function report(kind: StorageKind, results: Measured[], log: (l: string) => void
       `${r.name.padEnd(66)} ${mb(r.docBytes).padStart(10)} ${String(r.docRows).padStart(5)} ${ms(r.coldBoard).padStart(15)} ${ms(r.coldSync).padStart(10)} ${ms(r.warmSync).padStart(10)} ${ms(r.restartBoard).padStart(14)} ${`${r.rss.toFixed(0)} MB`.padStart(8)}`,
     )
   }
+  log(
+    `${base.name}: ${(base.docBytes / ON_BOARD).toFixed(0)} B of board document per card on the board (descriptions of ${DESCRIPTION.toLocaleString('en')} characters in their card documents)`,
+  )
   for (const r of results.slice(1)) {
-    const shape = SHAPES[r.name] as OrgShape
+    const shape = SHAPES[r.name.replace(/, re-based$/, '')] as OrgShape
     if (shape.archived === 0) continue
     const comments = shape.archived * shape.commentsPerArchived
     const perCard = (r.docBytes - base.docBytes) / shape.archived
     log(
-      `${r.name}: +${perCard.toFixed(0)} B of board document per archived card (${comments.toLocaleString('en')} comments, ${shape.claimedArchived.toLocaleString('en')} claims behind them); RSS ×${(r.rss / base.rss).toFixed(2)} of no history`,
+      `${r.name}: history ${((100 * (r.docBytes - base.docBytes)) / r.docBytes).toFixed(1)}% of the board document, cold get_board ×${(r.coldBoard / base.coldBoard).toFixed(2)}, first sync ×${(r.coldSync / base.coldSync).toFixed(2)}; +${perCard.toFixed(0)} B of board document per archived card (${comments.toLocaleString('en')} comments, ${shape.claimedArchived.toLocaleString('en')} claims behind them); RSS ×${(r.rss / base.rss).toFixed(2)} of no history`,
     )
   }
   for (const r of results) {

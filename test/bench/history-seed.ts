@@ -31,6 +31,8 @@ export interface OrgShape {
   commentsPerArchived: number
   /** How many of the archived cards were claimed and released before archiving. */
   claimedArchived: number
+  /** Characters of each card's description (what agents write: plans, specs, logs); none if unset. */
+  descriptionChars?: number
 }
 
 export interface SeededOrg {
@@ -45,6 +47,23 @@ const words =
   'the agent found a flaky test in the login flow and fixed the retry with a clear note'.split(' ')
 const sentence = (n: number, seed: number) =>
   Array.from({ length: n }, (_, i) => words[(seed + i * 7) % words.length]).join(' ')
+
+/** A description of about `chars` characters, in paragraphs and a list, as agents write them. */
+function describe(chars: number, seed: number): string {
+  let out = `## Plan for card ${seed}\n\n`
+  for (let p = 0; out.length < chars; p++) {
+    out += p % 3 === 2 ? `- ${sentence(8, seed + p)}\n` : `${sentence(24, seed + p)}.\n\n`
+  }
+  return out.slice(0, chars)
+}
+
+function firstDescription(text: string): Uint8Array {
+  const doc = new Y.Doc()
+  cardMaps(doc).description.insert(0, text)
+  const update = Y.encodeStateAsUpdate(doc)
+  doc.destroy()
+  return update
+}
 
 export async function seedOrg(
   app: App,
@@ -81,8 +100,15 @@ export async function seedOrg(
     const size = Math.min(BATCH, (start < shape.archived ? shape.archived : total) - start)
     const ids = Array.from({ length: size }, () => randomUUID())
     const toArchive = start < shape.archived
-    // 1. Created on the board.
+    // 1. Created on the board, each with its description in its own document.
     await app.live.write(board, origin, async (w) => {
+      if (shape.descriptionChars) {
+        for (const [i, id] of ids.entries()) {
+          const text = describe(shape.descriptionChars, start + i)
+          w.append(cardDocName(orgId, id), firstDescription(text))
+          app.descriptions.set(orgId, id, text)
+        }
+      }
       w.mutate((doc) => {
         ids.forEach((id, i) => {
           const n = start + i
