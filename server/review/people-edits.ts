@@ -51,6 +51,12 @@ export class PeopleEdits implements EditReviewer {
    * keeps every entity's last valid state: a board only agents use never pays for it).
    */
   private readonly guards = new WeakMap<Document, () => void>()
+  /**
+   * The claims of each organisation's board as its copy left memory (re-based, or unloaded),
+   * until it loads again: a card's description stays locked in between. Claims change only
+   * through writes, which load the board first.
+   */
+  private readonly claimsAway = new Map<string, Map<string, unknown>>()
 
   /** Called before a person's sync message is applied to `document`. */
   prepare(document: Document): void {
@@ -125,6 +131,12 @@ export class PeopleEdits implements EditReviewer {
   }
 
   private watchBoard(document: Document, orgId: string, lane: () => Pending): void {
+    this.claimsAway.delete(orgId)
+    document.on('destroy', () => {
+      const claims = boardMaps(document).claims
+      if (claims.size === 0) this.claimsAway.delete(orgId)
+      else this.claimsAway.set(orgId, new Map(Object.entries(claims.toJSON())))
+    })
     const guardOf = this.lazyGuard(document, () => new BoardGuard(document))
     this.onPersonEdit(document, 'board', guardOf, (guard, tr, origin) => {
       const context = origin.connection.context as ConnectionContext
@@ -153,7 +165,8 @@ export class PeopleEdits implements EditReviewer {
   ): void {
     const holder = (taskId: string, editor: { email: string; keyId?: string | undefined }) => {
       const board = this.host.loaded(boardDocName(ref.orgId))
-      return board ? claimHolder(boardMaps(board).claims, taskId, editor, Date.now()) : undefined
+      const claims = board ? boardMaps(board).claims : this.claimsAway.get(ref.orgId)
+      return claims ? claimHolder(claims, taskId, editor, Date.now()) : undefined
     }
     const guardOf = this.lazyGuard(document, () => new CardGuard(document, ref.taskId, holder))
     this.onPersonEdit(document, 'card', guardOf, (guard, tr, origin) => {

@@ -278,6 +278,33 @@ describe.each(STORAGES)('re-basing a live document (%s)', (kind) => {
     for (const id of created) expect(boardMaps(doc).tasks.has(id)).toBe(true)
   })
 
+  test("a claimed card's description stays locked while its board is re-based: a person's edit made while no copy of the board is in memory is reverted", async () => {
+    const { task } = await agent.ok('create_task', {
+      columnId,
+      title: 'Locked across a re-base',
+      description: 'the plan',
+    })
+    await agent.ok('claim_task', { taskId: task.id, agentName: 'Ada' })
+    const card = await connectProvider(
+      server.url,
+      cardDocName(owner.orgId, task.id),
+      await owner.syncToken(),
+    )
+    try {
+      await server.app.live.rebase(board())
+      // Nobody has the board open: it stays out of memory until something reads it.
+      cardMaps(card.doc).description.insert(0, 'sneaked in ')
+      await eventually(
+        () => (cardMaps(card.doc).description.toString() === 'the plan' ? true : undefined),
+        10_000,
+      )
+      expect((await agent.ok('get_task', { taskId: task.id })).task.description).toBe('the plan')
+    } finally {
+      card.destroy()
+      await agent.ok('release_task', { taskId: task.id, agentName: 'Ada' })
+    }
+  })
+
   test("a person's edit of the document's generation is reverted", async () => {
     const copy = await connectProvider(server.url, board(), await owner.syncToken())
     try {
