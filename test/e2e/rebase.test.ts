@@ -87,6 +87,8 @@ describe.each(STORAGES)('the app across a re-base (%s)', (kind) => {
     })
     await openBoard(page, orgId)
     await card(page, 'Described').click()
+    // A description is read as Markdown first; the editor is a click away.
+    await page.getByRole('button', { name: 'Edit description' }).click()
     const description = page.getByTestId('card-panel').getByLabel('Description')
     await expect.poll(() => description.inputValue()).toBe('First line.')
 

@@ -1,4 +1,4 @@
-import { useEffect, useId, useRef, useState } from 'react'
+import { useCallback, useEffect, useId, useRef, useState, useSyncExternalStore } from 'react'
 import { cardMaps } from '../../../shared/card-doc.ts'
 import { LIMITS } from '../../../shared/constants.ts'
 import { effectivePriority } from '../../../shared/priority.ts'
@@ -8,10 +8,12 @@ import { describeError } from '../api/http.ts'
 import { archiveTask, updateTask } from '../board/board-actions.ts'
 import { type PresenceStore, usePresence } from '../board/presence.ts'
 import { useCard, useColumns, useProjects, useTags } from '../board/use-board.ts'
+import type { DocStatus } from '../live/live-doc.ts'
 import { useDocStatus } from '../live/use-live.ts'
-import { useYTextarea } from '../live/use-ytext.ts'
+import { useYTextarea, useYTextString } from '../live/use-ytext.ts'
 import { Avatar } from '../ui/avatar.tsx'
 import { ArchiveIcon, CloseIcon, LinkIcon, MoreIcon, TrashIcon } from '../ui/icons.tsx'
+import { MarkdownView } from '../ui/markdown-view.tsx'
 import { Menu } from '../ui/menu.tsx'
 import { confirmDialog } from '../ui/modal.tsx'
 import { toast } from '../ui/toast.tsx'
@@ -106,6 +108,15 @@ export default function CardPanel({
   )
 }
 
+/** The card document's status, once it is open. */
+function useCardDocStatus(cardDoc: CardStore | undefined): DocStatus | undefined {
+  const subscribe = useCallback(
+    (notify: () => void) => cardDoc?.live.subscribe(notify) ?? (() => {}),
+    [cardDoc],
+  )
+  return useSyncExternalStore(subscribe, () => cardDoc?.live.status)
+}
+
 function PanelBody({
   taskId,
   cardDoc,
@@ -130,6 +141,17 @@ function PanelBody({
   // The description lives in the card's own document (version 3): editable once it is open.
   const text = cardDoc ? cardMaps(cardDoc.doc).description : undefined
   useYTextarea(text, description, LIMITS.taskDescription.max)
+  const descriptionText = useYTextString(text)
+  // Read as Markdown; written in the editor, which opens by itself on an empty description.
+  const [writing, setWriting] = useState<boolean>()
+  const cardStatus = useCardDocStatus(cardDoc)
+  useEffect(() => {
+    if (!text || !cardStatus) return
+    // Decided once the description is known: read when there is one, write when empty.
+    const empty = descriptionText.length === 0
+    if (!empty && (cardStatus.loaded || cardStatus.synced)) setWriting((w) => w ?? false)
+    else if (cardStatus.synced) setWriting((w) => w ?? empty)
+  }, [text, cardStatus, descriptionText])
   const [title, setTitle] = useState(card?.title ?? '')
   const [editingTitle, setEditingTitle] = useState(false)
   useEffect(() => {
@@ -140,6 +162,7 @@ function PanelBody({
   const column = store.column(card.columnId)
   const onFire = column?.onFire === true
   const locked = card.claim?.isLive === true
+  const showEditor = !locked && text !== undefined && writing === true
   const _effective = effectivePriority(card.priority, onFire)
 
   const saveTitle = () => {
@@ -295,21 +318,35 @@ function PanelBody({
 
       <Dependencies card={card} locked={locked} />
 
-      <section className="panel-section">
+      <section className="panel-section" data-testid="description-section">
         <h3>
           <label htmlFor={`${titleId}-desc`}>Description</label>
+          {text && !locked && (
+            <button
+              type="button"
+              className="link-btn description-toggle"
+              onClick={() => setWriting(!showEditor)}
+            >
+              {showEditor ? 'Preview' : 'Edit description'}
+            </button>
+          )}
         </h3>
+        {!showEditor &&
+          (descriptionText ? (
+            <MarkdownView
+              text={descriptionText}
+              className="description-view"
+              testId="description-view"
+            />
+          ) : (
+            <p className="muted">{text ? 'No description' : 'Loading the description…'}</p>
+          ))}
         <textarea
           id={`${titleId}-desc`}
           ref={description}
           className="description"
-          placeholder={
-            !text
-              ? 'Loading the description…'
-              : locked
-                ? 'No description'
-                : 'Add a description… (edited together, live)'
-          }
+          hidden={!showEditor}
+          placeholder="Add a description in Markdown… (edited together, live)"
           readOnly={locked || !text}
           maxLength={LIMITS.taskDescription.max}
         />

@@ -6,6 +6,7 @@ import { describeError } from '../api/http.ts'
 import { addComment, editComment } from '../board/board-actions.ts'
 import { Avatar } from '../ui/avatar.tsx'
 import { BotIcon } from '../ui/icons.tsx'
+import { MarkdownView } from '../ui/markdown-view.tsx'
 import { confirmDialog } from '../ui/modal.tsx'
 import { toast } from '../ui/toast.tsx'
 import { useWorkspace } from '../workspace.tsx'
@@ -163,7 +164,7 @@ export function Comments({ card }: { card: CardStore }) {
                   </div>
                 </form>
               ) : (
-                <p className="comment-body">{c.body}</p>
+                <MarkdownView text={c.body} className="comment-body" />
               )}
             </li>
           )

@@ -1,4 +1,4 @@
-import { type RefObject, useEffect } from 'react'
+import { type RefObject, useCallback, useEffect, useSyncExternalStore } from 'react'
 import type * as Y from 'yjs'
 import { replaceText } from '../../../shared/ytext.ts'
 import { LOCAL } from '../board/board-actions.ts'
@@ -63,4 +63,17 @@ export function useYTextarea(
       text.unobserve(observer)
     }
   }, [text, ref, max])
+}
+
+/** The Y.Text's current string, re-rendering as anyone edits it ('' until it is open). */
+export function useYTextString(text: Y.Text | undefined): string {
+  const subscribe = useCallback(
+    (notify: () => void) => {
+      if (!text) return () => {}
+      text.observe(notify)
+      return () => text.unobserve(notify)
+    },
+    [text],
+  )
+  return useSyncExternalStore(subscribe, () => text?.toString() ?? '')
 }
