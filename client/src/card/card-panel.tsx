@@ -24,6 +24,7 @@ import { type CardStore, useCardStore } from './card-store.ts'
 import { ClaimDetails } from './claim-details.tsx'
 import { Comments, relativeTime } from './comments.tsx'
 import { Dependencies } from './dependencies.tsx'
+import { CardHistory } from './history.tsx'
 
 /** The card, opened beside the board: every field, live, with the claim and the thread. */
 export default function CardPanel({
@@ -360,6 +361,11 @@ function PanelBody({
       ) : (
         <p className="muted">Loading comments…</p>
       )}
+
+      <CardHistory
+        taskId={taskId}
+        version={`${card.updatedAt}|${card.columnId}|${card.claim?.status ?? ''}|${card.claim?.updatedAt ?? ''}|${card.stats.commentCount}|${card.stats.imageCount}|${card.title}`}
+      />
 
       <footer className="panel-foot muted small">
         Created {relativeTime(card.createdAt)}

@@ -1,6 +1,7 @@
 import type { Router } from '../../http/router.ts'
 import { apiKeyRoutes } from './api-keys.ts'
 import { archivedCardRoutes } from './archived-cards.ts'
+import { cardHistoryRoutes } from './card-history.ts'
 import { cardRoutes } from './cards.ts'
 import { columnRoutes } from './columns.ts'
 import { commentRoutes } from './comments.ts'
@@ -32,6 +33,7 @@ export function appApi(router: Router, deps: AppDeps): void {
   generationRoutes(app)
   cardRoutes(app)
   archivedCardRoutes(app)
+  cardHistoryRoutes(app)
   columnRoutes(app)
   commentRoutes(app)
   mapRoutes(app)
