@@ -11,6 +11,7 @@ import { useCard, useColumns, useProjects, useTags } from '../board/use-board.ts
 import type { DocStatus } from '../live/live-doc.ts'
 import { useDocStatus } from '../live/use-live.ts'
 import { useYTextarea, useYTextString } from '../live/use-ytext.ts'
+import { useQueryParam } from '../router.tsx'
 import { Avatar } from '../ui/avatar.tsx'
 import { ArchiveIcon, CloseIcon, LinkIcon, MoreIcon, TrashIcon } from '../ui/icons.tsx'
 import { MarkdownView } from '../ui/markdown-view.tsx'
@@ -109,6 +110,29 @@ export default function CardPanel({
   )
 }
 
+/**
+ * Opened from a search hit: the panel scrolls to where the words matched (the description,
+ * or one comment) and marks it for a moment, once the card's document is in.
+ */
+function useScrollToMatch(at: string | null, ready: boolean): void {
+  useEffect(() => {
+    if (!at || !ready) return
+    const t = setTimeout(() => {
+      const selector = at.startsWith('comment:')
+        ? `[data-comment-id="${CSS.escape(at.slice('comment:'.length))}"]`
+        : at === 'description'
+          ? '[data-testid="description-section"]'
+          : '.panel-title'
+      const el = document.querySelector<HTMLElement>(`.card-panel ${selector}`)
+      if (!el) return
+      el.scrollIntoView({ block: 'center' })
+      el.classList.add('at-match')
+      setTimeout(() => el.classList.remove('at-match'), 2500)
+    }, 50)
+    return () => clearTimeout(t)
+  }, [at, ready])
+}
+
 /** The card document's status, once it is open. */
 function useCardDocStatus(cardDoc: CardStore | undefined): DocStatus | undefined {
   const subscribe = useCallback(
@@ -146,6 +170,7 @@ function PanelBody({
   // Read as Markdown; written in the editor, which opens by itself on an empty description.
   const [writing, setWriting] = useState<boolean>()
   const cardStatus = useCardDocStatus(cardDoc)
+  useScrollToMatch(useQueryParam('at'), cardStatus?.synced === true || cardStatus?.loaded === true)
   useEffect(() => {
     if (!text || !cardStatus) return
     // Decided once the description is known: read when there is one, write when empty.

@@ -78,7 +78,12 @@ export function Comments({ card }: { card: CardStore }) {
           const who = author(c, members.members)
           const mine = who.kind === 'person' && c.authorEmail === user.email && !c.agentName
           return (
-            <li key={c.id} className={`comment comment-${who.kind}`} data-author-kind={who.kind}>
+            <li
+              key={c.id}
+              className={`comment comment-${who.kind}`}
+              data-author-kind={who.kind}
+              data-comment-id={c.id}
+            >
               <div className="comment-head">
                 {who.kind === 'agent' ? (
                   <span className="agent-avatar" aria-hidden="true">

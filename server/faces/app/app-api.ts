@@ -13,6 +13,7 @@ import { mapRoutes } from './maps.ts'
 import { memberRoutes } from './members.ts'
 import { projectRoutes } from './projects.ts'
 import { type AppDeps, AppRouter } from './route.ts'
+import { searchRoutes } from './search.ts'
 import { sessionRoutes } from './session.ts'
 import { syncTokenRoutes } from './sync-token.ts'
 import { webhookRoutes } from './webhooks.ts'
@@ -34,6 +35,7 @@ export function appApi(router: Router, deps: AppDeps): void {
   cardRoutes(app)
   archivedCardRoutes(app)
   cardHistoryRoutes(app)
+  searchRoutes(app)
   columnRoutes(app)
   commentRoutes(app)
   mapRoutes(app)
