@@ -142,7 +142,9 @@ describe.each(STORAGES)('Markdown in the card panel (%s)', (kind) => {
 
     // The editor opens on the Markdown source, and the preview comes back.
     await page.getByRole('button', { name: 'Edit description' }).click()
-    await expect(page.getByLabel('Description').inputValue()).resolves.toBe(plan)
+    await expect
+      .poll(() => page.getByLabel('Description').textContent(), { timeout: 10_000 })
+      .toContain('- [x] Reproduce the failure')
     await page.getByRole('button', { name: 'Preview' }).click()
     await view.waitFor()
     await context.close()

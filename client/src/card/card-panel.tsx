@@ -10,7 +10,7 @@ import { type PresenceStore, usePresence } from '../board/presence.ts'
 import { useCard, useColumns, useProjects, useTags } from '../board/use-board.ts'
 import type { DocStatus } from '../live/live-doc.ts'
 import { useDocStatus } from '../live/use-live.ts'
-import { useYTextarea, useYTextString } from '../live/use-ytext.ts'
+import { useYTextString } from '../live/use-ytext.ts'
 import { useQueryParam } from '../router.tsx'
 import { Avatar } from '../ui/avatar.tsx'
 import { ArchiveIcon, CloseIcon, LinkIcon, MoreIcon, TrashIcon } from '../ui/icons.tsx'
@@ -25,6 +25,7 @@ import { type CardStore, useCardStore } from './card-store.ts'
 import { ClaimDetails } from './claim-details.tsx'
 import { Comments, relativeTime } from './comments.tsx'
 import { Dependencies } from './dependencies.tsx'
+import { DescriptionEditor } from './description-editor.tsx'
 import { CardHistory } from './history.tsx'
 
 /** The card, opened beside the board: every field, live, with the claim and the thread. */
@@ -162,10 +163,8 @@ function PanelBody({
   const _allTags = useTags(store)
   const viewers = usePresence(presence, `card:${taskId}`, (p) => p.onCard(taskId))
   const titleId = useId()
-  const description = useRef<HTMLTextAreaElement>(null)
   // The description lives in the card's own document (version 3): editable once it is open.
   const text = cardDoc ? cardMaps(cardDoc.doc).description : undefined
-  useYTextarea(text, description, LIMITS.taskDescription.max)
   const descriptionText = useYTextString(text)
   // Read as Markdown; written in the editor, which opens by itself on an empty description.
   const [writing, setWriting] = useState<boolean>()
@@ -346,7 +345,7 @@ function PanelBody({
 
       <section className="panel-section" data-testid="description-section">
         <h3>
-          <label htmlFor={`${titleId}-desc`}>Description</label>
+          <span id={`${titleId}-desc-label`}>Description</span>
           {text && !locked && (
             <button
               type="button"
@@ -357,6 +356,11 @@ function PanelBody({
             </button>
           )}
         </h3>
+        {locked && card.claim && (
+          <p className="description-locked small" data-testid="description-locked">
+            Locked while {card.claim.holder} works on this card.
+          </p>
+        )}
         {!showEditor &&
           (descriptionText ? (
             <MarkdownView
@@ -367,15 +371,15 @@ function PanelBody({
           ) : (
             <p className="muted">{text ? 'No description' : 'Loading the description…'}</p>
           ))}
-        <textarea
-          id={`${titleId}-desc`}
-          ref={description}
-          className="description"
-          hidden={!showEditor}
-          placeholder="Add a description in Markdown… (edited together, live)"
-          readOnly={locked || !text}
-          maxLength={LIMITS.taskDescription.max}
-        />
+        {showEditor && text && cardDoc && (
+          <DescriptionEditor
+            text={text}
+            awareness={cardDoc.live.awareness}
+            locked={locked}
+            max={LIMITS.taskDescription.max}
+            labelledBy={`${titleId}-desc-label`}
+          />
+        )}
       </section>
 
       {cardDoc ? (
