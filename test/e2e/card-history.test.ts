@@ -1,6 +1,13 @@
 import { describe, expect, test } from 'vitest'
 import { STORAGES } from '../support/storage.ts'
-import { card, openBoard, serverAndBrowser, signedInContext, watchErrors } from './support.ts'
+import {
+  card,
+  openBoard,
+  screenshot,
+  serverAndBrowser,
+  signedInContext,
+  watchErrors,
+} from './support.ts'
 
 /** The card panel's timeline (issue 32): what happened to the card, who did it, newest first. */
 describe.each(STORAGES)("a card's history in the card panel (%s)", (kind) => {
@@ -17,6 +24,19 @@ describe.each(STORAGES)("a card's history in the card panel (%s)", (kind) => {
     const { task } = await agent.ok('create_task', {
       columnId: columns[0].id,
       title: 'Watched card',
+      description: [
+        '## Plan',
+        '- [x] Reproduce the double refund',
+        '- [ ] Make the retry idempotent',
+        '',
+        '```ts',
+        "const key = request.headers['idempotency-key']",
+        '```',
+        '',
+        '| Step | Owner |',
+        '| --- | --- |',
+        '| retry | agent |',
+      ].join('\n'),
       agentName: 'Paul',
       house: 'Atreides',
       generation: 3,
@@ -50,6 +70,9 @@ describe.each(STORAGES)("a card's history in the card panel (%s)", (kind) => {
     await expect
       .poll(() => timeline.first().textContent(), { timeout: 10_000 })
       .toMatch(/^Paul commented: Done, see PR\./)
+    await page.getByTestId('description-view').waitFor()
+    await page.getByTestId('card-history').scrollIntoViewIfNeeded()
+    await screenshot(page, 'card-history.png')
     expect(errors).toEqual([])
     await context.close()
   })

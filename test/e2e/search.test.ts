@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest'
 import { STORAGES } from '../support/storage.ts'
-import { openBoard, serverAndBrowser, signedInContext, watchErrors } from './support.ts'
+import { openBoard, screenshot, serverAndBrowser, signedInContext, watchErrors } from './support.ts'
 
 /** The board's search box (issue 32): "/" or Ctrl+K, results as you type, the card at the match. */
 describe.each(STORAGES)('search in the app (%s)', (kind) => {
@@ -31,7 +31,9 @@ describe.each(STORAGES)('search in the app (%s)', (kind) => {
 
     await page.locator('body').press('/')
     const box = page.getByRole('combobox', { name: 'Search cards' })
-    await expect.poll(() => box.evaluate((el) => el === document.activeElement)).toBe(true)
+    await expect
+      .poll(() => box.evaluate((el) => el === document.activeElement), { timeout: 5_000 })
+      .toBe(true)
     await page.keyboard.type('reconcil')
     const hits = page.getByRole('listbox', { name: 'Search results' }).getByRole('option')
     await expect.poll(() => hits.count(), { timeout: 10_000 }).toBe(1)
@@ -39,6 +41,7 @@ describe.each(STORAGES)('search in the app (%s)', (kind) => {
     await expect(hits.first().locator('strong').first().textContent()).resolves.toMatch(
       /^reconciliation$/i,
     )
+    await screenshot(page, 'search.png')
     await page.keyboard.press('Enter')
     const panel = page.getByTestId('card-panel')
     await expect(panel.locator('.panel-title').inputValue()).resolves.toBe('Ledger')
@@ -48,18 +51,22 @@ describe.each(STORAGES)('search in the app (%s)', (kind) => {
       .poll(() => matched.evaluate((el) => el.classList.contains('at-match')), { timeout: 10_000 })
       .toBe(true)
     await expect
-      .poll(() =>
-        matched.evaluate((el) => {
-          const r = el.getBoundingClientRect()
-          return r.top >= 0 && r.bottom <= window.innerHeight
-        }),
+      .poll(
+        () =>
+          matched.evaluate((el) => {
+            const r = el.getBoundingClientRect()
+            return r.top >= 0 && r.bottom <= window.innerHeight
+          }),
+        { timeout: 5_000 },
       )
       .toBe(true)
 
     // Ctrl+K from anywhere, archived cards on request.
     await page.keyboard.press('Escape')
     await page.keyboard.press('Control+k')
-    await expect.poll(() => box.evaluate((el) => el === document.activeElement)).toBe(true)
+    await expect
+      .poll(() => box.evaluate((el) => el === document.activeElement), { timeout: 5_000 })
+      .toBe(true)
     await page.getByLabel('Archived too').check()
     await box.focus()
     await expect.poll(() => hits.count(), { timeout: 10_000 }).toBe(2)

@@ -118,19 +118,27 @@ export default function CardPanel({
 function useScrollToMatch(at: string | null, ready: boolean): void {
   useEffect(() => {
     if (!at || !ready) return
-    const t = setTimeout(() => {
-      const selector = at.startsWith('comment:')
-        ? `[data-comment-id="${CSS.escape(at.slice('comment:'.length))}"]`
-        : at === 'description'
-          ? '[data-testid="description-section"]'
-          : '.panel-title'
+    const selector = at.startsWith('comment:')
+      ? `[data-comment-id="${CSS.escape(at.slice('comment:'.length))}"]`
+      : at === 'description'
+        ? '[data-testid="description-section"]'
+        : '.panel-title'
+    // The thread renders a moment after the document is in: look again for a few seconds.
+    let tries = 0
+    let unmark: ReturnType<typeof setTimeout> | undefined
+    const look = setInterval(() => {
       const el = document.querySelector<HTMLElement>(`.card-panel ${selector}`)
+      if (!el && ++tries < 50) return
+      clearInterval(look)
       if (!el) return
       el.scrollIntoView({ block: 'center' })
       el.classList.add('at-match')
-      setTimeout(() => el.classList.remove('at-match'), 2500)
-    }, 50)
-    return () => clearTimeout(t)
+      unmark = setTimeout(() => el.classList.remove('at-match'), 3000)
+    }, 60)
+    return () => {
+      clearInterval(look)
+      clearTimeout(unmark)
+    }
   }, [at, ready])
 }
 
