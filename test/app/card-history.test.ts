@@ -207,6 +207,32 @@ describe.each(STORAGES)("a card's history (%s)", (kind) => {
     }
   })
 
+  test("only changes that committed are history: a write refused by the claim and a person's move the review reverted leave none", async () => {
+    const { task } = await agent.ok('create_task', { columnId: columns[0]?.id, title: 'Held' })
+    await agent.ok('claim_task', { taskId: task.id, agentName: 'Ada' })
+    const before = (await history(task.id)).body.events
+    expect(kinds(before)).toEqual(['claimed', 'created'])
+    const refused = await other.call('update_task', { taskId: task.id, title: 'Taken over' })
+    expect(refused.status).toBe(409)
+    const live = await connectProvider(server.url, boardDocName(org), await owner.syncToken())
+    try {
+      const card = boardMaps(live.doc).tasks.get(task.id)
+      live.doc.transact(() => card?.set('columnId', columns[1]?.id))
+      // Reverted on every replica, this one included.
+      await eventuallyAsync(async () =>
+        boardMaps(live.doc).tasks.get(task.id)?.get('columnId') === columns[0]?.id
+          ? true
+          : undefined,
+      )
+      // Anything the person's edit stored has been stored once a later write commits.
+      await agent.ok('add_comment', { taskId: task.id, body: 'still mine', agentName: 'Ada' })
+      const after = (await history(task.id)).body.events
+      expect(kinds(after)).toEqual(['commented', 'claimed', 'created'])
+    } finally {
+      live.destroy()
+    }
+  })
+
   test('paged newest first with a cursor: the pages put together are the whole history once; bad limits and cursors are 400, an unknown card 404, a deleted card takes its history along', async () => {
     const { task } = await agent.ok('create_task', { columnId: columns[0]?.id, title: 'Busy' })
     for (let i = 0; i < 12; i++) {
