@@ -9,6 +9,7 @@ import { ApiError } from '../errors.ts'
 import type { Logger } from '../http/json.ts'
 import { currentRequest } from '../http/request-context.ts'
 import type { Metrics } from '../metrics/metrics.ts'
+import { historyActor } from './card-history.ts'
 import type { Compaction } from './compaction.ts'
 import { type DocEntry, type DocRegistry, gone } from './doc-registry.ts'
 import type { EventSink } from './events.ts'
@@ -272,7 +273,7 @@ export class OrgLane {
       keyId: origin.type === 'agent' ? origin.keyId : undefined,
       idempotency: scope.idempotency,
       changes: scope.changes,
-      ops: scope.ops,
+      ops: [...scope.ops, ...scope.history.ops(historyActor(origin), scope.now, scope.ops)],
       events: staged,
     }
     // People's edits made before this write are stored ahead of it (it may build on them).

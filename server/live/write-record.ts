@@ -1,6 +1,7 @@
 import type { Queryable } from '../../persistence/types.ts'
 import type { StoredAttachment, StoredComment } from '../../shared/card-doc.ts'
 import type { TaskStats } from '../../shared/records.ts'
+import type { HistoryOp } from './card-history.ts'
 import type { ChangeKind, StagedEvents } from './events.ts'
 
 /**
@@ -26,6 +27,8 @@ export type RowOp =
   | { t: 'map_touch'; id: string; rec: null }
   /** A node or edge people drew, for the index agents find its map by. */
   | { t: 'map_item'; id: string; rec: { mapId: string; kind: 'node' | 'edge' } }
+  /** One event of a card's history (card_history; id: the card), card-history.ts. */
+  | HistoryOp
 
 /** A comment's row: the card document's entry without its id (the row's key). */
 export type CommentRow = Omit<StoredComment, 'id'>

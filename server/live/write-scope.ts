@@ -1,5 +1,6 @@
 import type * as Y from 'yjs'
 import type { Queryable } from '../../persistence/types.ts'
+import { HistoryCollector } from './card-history.ts'
 import type { ChangeKind, DomainEvent } from './events.ts'
 import type { WriteOrigin } from './origins.ts'
 import type { PendingArchived } from './pending-edits.ts'
@@ -84,6 +85,8 @@ export class WriteCollector implements WriteScope {
   readonly failure: (() => void)[] = []
   readonly appended: { doc: string; update: Uint8Array; generation: 0; unloaded: true }[] = []
   idempotency: IdempotentWrite | undefined
+  /** What the write did to cards, read off its transactions (card-history.ts). */
+  readonly history = new HistoryCollector()
   /** The callback queried the transaction: it cannot join a batch (group commit). */
   queried = false
   private readonly main: Y.Doc | undefined
@@ -156,9 +159,11 @@ export class WriteCollector implements WriteScope {
     // if it ever does, the write fails rather than vanish.
     if (doc.isDestroyed) throw new Error('a write reached a document after it was unloaded')
     let out: T | undefined
-    doc.transact(() => {
-      out = fn(doc)
-    }, this.marker)
+    this.history.watch(doc, this.origin, this.marker, () => {
+      doc.transact(() => {
+        out = fn(doc)
+      }, this.marker)
+    })
     return out as T
   }
 

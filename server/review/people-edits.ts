@@ -8,6 +8,7 @@ import { generationOf } from '../../shared/rebase.ts'
 import { BoardView } from '../board/board-view.ts'
 import type { Descriptions } from '../board/descriptions.ts'
 import { textOps } from '../board/texts.ts'
+import { HistoryCollector, historyActor } from '../live/card-history.ts'
 import type { ConnectionContext } from '../live/doc-registry.ts'
 import type { DomainEvent } from '../live/events.ts'
 import {
@@ -144,14 +145,18 @@ export class PeopleEdits implements EditReviewer {
       this.tell('board', origin.connection, report.reverts)
       if (report.changes.length > 0 || report.events.length > 0 || report.ops.length > 0) {
         const changedCards = report.changes.filter((c) => c.kind === 'task').map((c) => c.entityId)
+        const editor = editorOrigin(orgId, context)
+        const history = new HistoryCollector()
+        history.read(document, tr, editor, Date.now(), true)
         lane().addReport({
-          origin: editorOrigin(orgId, context),
+          origin: editor,
           changes: report.changes,
           events: presentBoardEvents(document, report),
           ops: [
             ...report.ops,
             ...textOps(document, changedCards),
             ...this.archivedTexts(orgId, report.ops),
+            ...history.ops(historyActor(editor), new Date().toISOString(), report.ops),
           ],
         })
       }
@@ -182,9 +187,13 @@ export class PeopleEdits implements EditReviewer {
           ops.push({ t: 'archived_stats', id: ref.taskId, rec: stats })
         }
       }
+      const editor = editorOrigin(ref.orgId, context)
+      const history = new HistoryCollector()
+      history.read(document, tr, editor, Date.now(), true)
+      ops.push(...history.ops(historyActor(editor), new Date().toISOString(), ops))
       if (report.changes.length > 0 || ops.length > 0 || report.events.length > 0) {
         lane().addReport({
-          origin: editorOrigin(ref.orgId, context),
+          origin: editor,
           changes: report.changes,
           events: report.events,
           ops,

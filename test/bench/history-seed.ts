@@ -37,6 +37,8 @@ export interface OrgShape {
 
 export interface SeededOrg {
   orgId: string
+  /** The person who signed the organisation up (its owner), for the app's routes. */
+  owner: Person
   key: string
   onBoard: string[]
   archived: string[]
@@ -204,5 +206,5 @@ export async function seedOrg(
     done += size
     progress(done, total)
   }
-  return { orgId, key, onBoard, archived }
+  return { orgId, owner, key, onBoard, archived }
 }

@@ -312,7 +312,7 @@ describe('the web app: board, card and API keys in real Chromium', () => {
         description: 'Both wallets behind one button. Agent: Stripe supports both.',
       })
       await expect
-        .poll(() => panel.getByLabel('Description').inputValue())
+        .poll(() => panel.getByLabel('Description').textContent())
         .toBe('Both wallets behind one button. Agent: Stripe supports both.')
       await page.keyboard.press('Escape')
     })

@@ -87,8 +87,10 @@ describe.each(STORAGES)('the app across a re-base (%s)', (kind) => {
     })
     await openBoard(page, orgId)
     await card(page, 'Described').click()
+    // A description is read as Markdown first; the editor is a click away.
+    await page.getByRole('button', { name: 'Edit description' }).click()
     const description = page.getByTestId('card-panel').getByLabel('Description')
-    await expect.poll(() => description.inputValue()).toBe('First line.')
+    await expect.poll(() => description.textContent()).toBe('First line.')
 
     await context.setOffline(true)
     await page.locator('[data-sync-state="offline"]').waitFor()
@@ -106,7 +108,7 @@ describe.each(STORAGES)('the app across a re-base (%s)', (kind) => {
       .toBe('First line. Typed offline.')
     // The open panel reads the new generation: the agent's next words appear in it.
     await agent.ok('update_task', { taskId: task.id, description: 'Rewritten by the agent.' })
-    await expect.poll(() => description.inputValue()).toBe('Rewritten by the agent.')
+    await expect.poll(() => description.textContent()).toBe('Rewritten by the agent.')
     expect(errors).toEqual([])
     await context.close()
   })

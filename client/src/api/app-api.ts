@@ -136,6 +136,34 @@ const archivedTask = z.looseObject({
 })
 export type ArchivedTask = z.infer<typeof archivedTask>
 
+/** One event of a card's history (GET .../cards/:taskId/history). */
+const historyEvent = z.looseObject({
+  id: z.nullable(z.string()),
+  kind: z.string(),
+  at: z.string(),
+  actor: z.looseObject({
+    kind: z.string(),
+    name: z.optional(z.nullable(z.string())),
+    email: z.optional(z.string()),
+  }),
+  detail: z.record(z.string(), z.unknown()),
+})
+export type HistoryEvent = z.infer<typeof historyEvent>
+
+/** A search hit (search_tasks' summary form, with archivedAt and where it matched). */
+const searchHit = z.looseObject({
+  id: z.string(),
+  title: z.string(),
+  columnId: z.string(),
+  archivedAt: z.nullable(z.string()),
+  match: z.looseObject({
+    field: z.string(),
+    snippet: z.string(),
+    commentId: z.optional(z.string()),
+  }),
+})
+export type SearchHit = z.infer<typeof searchHit>
+
 /** A card as the restore answers it (the get_task task shape, in part). */
 const restoredTask = z.looseObject({ id: z.string(), columnId: z.string(), title: z.string() })
 const org = (orgId: string) => `/orgs/${encodeURIComponent(orgId)}`
@@ -227,6 +255,18 @@ export const appApi = {
       z.looseObject({ tasks: z.array(archivedTask), nextBefore: z.nullable(z.string()) }),
     )
   },
+  search: (orgId: string, q: string, archived: boolean, limit = 12) =>
+    api(
+      'GET',
+      `${org(orgId)}/search?q=${encodeURIComponent(q)}&archived=${archived}&limit=${limit}`,
+      z.looseObject({ tasks: z.array(searchHit), nextCursor: z.nullable(z.string()) }),
+    ),
+  cardHistory: (orgId: string, taskId: string, cursor?: string | null, limit = 30) =>
+    api(
+      'GET',
+      `${org(orgId)}/cards/${taskId}/history?limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      z.looseObject({ events: z.array(historyEvent), nextCursor: z.nullable(z.string()) }),
+    ),
   archivedTaskOf: (orgId: string, taskId: string) =>
     api('GET', `${org(orgId)}/archived-tasks/${taskId}`, z.looseObject({ task: archivedTask })),
   restoreTask: (orgId: string, taskId: string) =>

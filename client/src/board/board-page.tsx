@@ -17,6 +17,7 @@ import { AddColumnButton, ColumnSettings, DeleteColumn } from './column-dialogs.
 import { attachPointerDrag, type DragState, DragStore, ListRegistry } from './drag.ts'
 import { PresenceStore } from './presence.ts'
 import { PresenceBar } from './presence-bar.tsx'
+import { SearchBox } from './search-box.tsx'
 import { useBoard, useColumns, useProjects, useTags } from './use-board.ts'
 
 const CardPanel = lazy(() => import('../card/card-panel.tsx'))
@@ -385,6 +386,7 @@ export function BoardPage() {
           )}
         </fieldset>
         <span className="header-spacer" />
+        <SearchBox />
         <PresenceBar presence={presence} />
         <button type="button" className="btn btn-ghost" onClick={() => setShowArchived(true)}>
           <ArchiveIcon size={15} /> Archived
@@ -439,7 +441,7 @@ export function BoardPage() {
           <CardPanel
             taskId={openCard}
             presence={presence}
-            onClose={() => setQuery({ card: null })}
+            onClose={() => setQuery({ card: null, at: null })}
           />
         </Suspense>
       )}

@@ -1,4 +1,4 @@
-import { useEffect, useId, useRef, useState } from 'react'
+import { useCallback, useEffect, useId, useRef, useState, useSyncExternalStore } from 'react'
 import { cardMaps } from '../../../shared/card-doc.ts'
 import { LIMITS } from '../../../shared/constants.ts'
 import { effectivePriority } from '../../../shared/priority.ts'
@@ -8,10 +8,13 @@ import { describeError } from '../api/http.ts'
 import { archiveTask, updateTask } from '../board/board-actions.ts'
 import { type PresenceStore, usePresence } from '../board/presence.ts'
 import { useCard, useColumns, useProjects, useTags } from '../board/use-board.ts'
+import type { DocStatus } from '../live/live-doc.ts'
 import { useDocStatus } from '../live/use-live.ts'
-import { useYTextarea } from '../live/use-ytext.ts'
+import { useYTextString } from '../live/use-ytext.ts'
+import { useQueryParam } from '../router.tsx'
 import { Avatar } from '../ui/avatar.tsx'
 import { ArchiveIcon, CloseIcon, LinkIcon, MoreIcon, TrashIcon } from '../ui/icons.tsx'
+import { MarkdownView } from '../ui/markdown-view.tsx'
 import { Menu } from '../ui/menu.tsx'
 import { confirmDialog } from '../ui/modal.tsx'
 import { toast } from '../ui/toast.tsx'
@@ -22,6 +25,8 @@ import { type CardStore, useCardStore } from './card-store.ts'
 import { ClaimDetails } from './claim-details.tsx'
 import { Comments, relativeTime } from './comments.tsx'
 import { Dependencies } from './dependencies.tsx'
+import { DescriptionEditor } from './description-editor.tsx'
+import { CardHistory } from './history.tsx'
 
 /** The card, opened beside the board: every field, live, with the claim and the thread. */
 export default function CardPanel({
@@ -106,6 +111,46 @@ export default function CardPanel({
   )
 }
 
+/**
+ * Opened from a search hit: the panel scrolls to where the words matched (the description,
+ * or one comment) and marks it for a moment, once the card's document is in.
+ */
+function useScrollToMatch(at: string | null, ready: boolean): void {
+  useEffect(() => {
+    if (!at || !ready) return
+    const selector = at.startsWith('comment:')
+      ? `[data-comment-id="${CSS.escape(at.slice('comment:'.length))}"]`
+      : at === 'description'
+        ? '[data-testid="description-section"]'
+        : '.panel-title'
+    // The thread renders a moment after the document is in: look again for a few seconds.
+    let tries = 0
+    let unmark: ReturnType<typeof setTimeout> | undefined
+    const look = setInterval(() => {
+      const el = document.querySelector<HTMLElement>(`.card-panel ${selector}`)
+      if (!el && ++tries < 50) return
+      clearInterval(look)
+      if (!el) return
+      el.scrollIntoView({ block: 'center' })
+      el.classList.add('at-match')
+      unmark = setTimeout(() => el.classList.remove('at-match'), 3000)
+    }, 60)
+    return () => {
+      clearInterval(look)
+      clearTimeout(unmark)
+    }
+  }, [at, ready])
+}
+
+/** The card document's status, once it is open. */
+function useCardDocStatus(cardDoc: CardStore | undefined): DocStatus | undefined {
+  const subscribe = useCallback(
+    (notify: () => void) => cardDoc?.live.subscribe(notify) ?? (() => {}),
+    [cardDoc],
+  )
+  return useSyncExternalStore(subscribe, () => cardDoc?.live.status)
+}
+
 function PanelBody({
   taskId,
   cardDoc,
@@ -126,10 +171,20 @@ function PanelBody({
   const _allTags = useTags(store)
   const viewers = usePresence(presence, `card:${taskId}`, (p) => p.onCard(taskId))
   const titleId = useId()
-  const description = useRef<HTMLTextAreaElement>(null)
   // The description lives in the card's own document (version 3): editable once it is open.
   const text = cardDoc ? cardMaps(cardDoc.doc).description : undefined
-  useYTextarea(text, description, LIMITS.taskDescription.max)
+  const descriptionText = useYTextString(text)
+  // Read as Markdown; written in the editor, which opens by itself on an empty description.
+  const [writing, setWriting] = useState<boolean>()
+  const cardStatus = useCardDocStatus(cardDoc)
+  useScrollToMatch(useQueryParam('at'), cardStatus?.synced === true || cardStatus?.loaded === true)
+  useEffect(() => {
+    if (!text || !cardStatus) return
+    // Decided once the description is known: read when there is one, write when empty.
+    const empty = descriptionText.length === 0
+    if (!empty && (cardStatus.loaded || cardStatus.synced)) setWriting((w) => w ?? false)
+    else if (cardStatus.synced) setWriting((w) => w ?? empty)
+  }, [text, cardStatus, descriptionText])
   const [title, setTitle] = useState(card?.title ?? '')
   const [editingTitle, setEditingTitle] = useState(false)
   useEffect(() => {
@@ -140,6 +195,7 @@ function PanelBody({
   const column = store.column(card.columnId)
   const onFire = column?.onFire === true
   const locked = card.claim?.isLive === true
+  const showEditor = !locked && text !== undefined && writing === true
   const _effective = effectivePriority(card.priority, onFire)
 
   const saveTitle = () => {
@@ -295,24 +351,43 @@ function PanelBody({
 
       <Dependencies card={card} locked={locked} />
 
-      <section className="panel-section">
+      <section className="panel-section" data-testid="description-section">
         <h3>
-          <label htmlFor={`${titleId}-desc`}>Description</label>
+          <span id={`${titleId}-desc-label`}>Description</span>
+          {text && !locked && (
+            <button
+              type="button"
+              className="link-btn description-toggle"
+              onClick={() => setWriting(!showEditor)}
+            >
+              {showEditor ? 'Preview' : 'Edit description'}
+            </button>
+          )}
         </h3>
-        <textarea
-          id={`${titleId}-desc`}
-          ref={description}
-          className="description"
-          placeholder={
-            !text
-              ? 'Loading the description…'
-              : locked
-                ? 'No description'
-                : 'Add a description… (edited together, live)'
-          }
-          readOnly={locked || !text}
-          maxLength={LIMITS.taskDescription.max}
-        />
+        {locked && card.claim && (
+          <p className="description-locked small" data-testid="description-locked">
+            Locked while {card.claim.holder} works on this card.
+          </p>
+        )}
+        {!showEditor &&
+          (descriptionText ? (
+            <MarkdownView
+              text={descriptionText}
+              className="description-view"
+              testId="description-view"
+            />
+          ) : (
+            <p className="muted">{text ? 'No description' : 'Loading the description…'}</p>
+          ))}
+        {showEditor && text && cardDoc && (
+          <DescriptionEditor
+            text={text}
+            awareness={cardDoc.live.awareness}
+            locked={locked}
+            max={LIMITS.taskDescription.max}
+            labelledBy={`${titleId}-desc-label`}
+          />
+        )}
       </section>
 
       {cardDoc ? (
@@ -323,6 +398,11 @@ function PanelBody({
       ) : (
         <p className="muted">Loading comments…</p>
       )}
+
+      <CardHistory
+        taskId={taskId}
+        version={`${card.updatedAt}|${card.columnId}|${card.claim?.status ?? ''}|${card.claim?.updatedAt ?? ''}|${card.stats.commentCount}|${card.stats.imageCount}|${card.title}`}
+      />
 
       <footer className="panel-foot muted small">
         Created {relativeTime(card.createdAt)}

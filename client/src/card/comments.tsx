@@ -6,6 +6,7 @@ import { describeError } from '../api/http.ts'
 import { addComment, editComment } from '../board/board-actions.ts'
 import { Avatar } from '../ui/avatar.tsx'
 import { BotIcon } from '../ui/icons.tsx'
+import { MarkdownView } from '../ui/markdown-view.tsx'
 import { confirmDialog } from '../ui/modal.tsx'
 import { toast } from '../ui/toast.tsx'
 import { useWorkspace } from '../workspace.tsx'
@@ -77,7 +78,12 @@ export function Comments({ card }: { card: CardStore }) {
           const who = author(c, members.members)
           const mine = who.kind === 'person' && c.authorEmail === user.email && !c.agentName
           return (
-            <li key={c.id} className={`comment comment-${who.kind}`} data-author-kind={who.kind}>
+            <li
+              key={c.id}
+              className={`comment comment-${who.kind}`}
+              data-author-kind={who.kind}
+              data-comment-id={c.id}
+            >
               <div className="comment-head">
                 {who.kind === 'agent' ? (
                   <span className="agent-avatar" aria-hidden="true">
@@ -163,7 +169,7 @@ export function Comments({ card }: { card: CardStore }) {
                   </div>
                 </form>
               ) : (
-                <p className="comment-body">{c.body}</p>
+                <MarkdownView text={c.body} className="comment-body" />
               )}
             </li>
           )

@@ -1,6 +1,7 @@
 import type { Router } from '../../http/router.ts'
 import { apiKeyRoutes } from './api-keys.ts'
 import { archivedCardRoutes } from './archived-cards.ts'
+import { cardHistoryRoutes } from './card-history.ts'
 import { cardRoutes } from './cards.ts'
 import { columnRoutes } from './columns.ts'
 import { commentRoutes } from './comments.ts'
@@ -12,6 +13,7 @@ import { mapRoutes } from './maps.ts'
 import { memberRoutes } from './members.ts'
 import { projectRoutes } from './projects.ts'
 import { type AppDeps, AppRouter } from './route.ts'
+import { searchRoutes } from './search.ts'
 import { sessionRoutes } from './session.ts'
 import { syncTokenRoutes } from './sync-token.ts'
 import { webhookRoutes } from './webhooks.ts'
@@ -32,6 +34,8 @@ export function appApi(router: Router, deps: AppDeps): void {
   generationRoutes(app)
   cardRoutes(app)
   archivedCardRoutes(app)
+  cardHistoryRoutes(app)
+  searchRoutes(app)
   columnRoutes(app)
   commentRoutes(app)
   mapRoutes(app)

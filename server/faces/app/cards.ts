@@ -102,6 +102,10 @@ export function cardRoutes(app: AppRouter): void {
           w.tx.query('delete from comments where task_id = $1 and org_id = $2', [taskId, org.id]),
           w.tx.query('delete from archived_tasks where id = $1 and org_id = $2', [taskId, org.id]),
           w.tx.query('delete from task_texts where id = $1 and org_id = $2', [taskId, org.id]),
+          w.tx.query('delete from card_history where org_id = $1 and task_id = $2', [
+            org.id,
+            taskId,
+          ]),
           deleteDoc(w.tx, docName),
           ...screenshots.map((a) => store.delete(org.id, a.id, w.tx)),
         ])
