@@ -1,0 +1,94 @@
+import { pipeline, Readable } from 'node:stream'
+import { createGzip } from 'node:zlib'
+import { exportOrganization } from '../../data/export.ts'
+import { importArchive } from '../../data/import.ts'
+import { ApiError } from '../../errors.ts'
+import { answer } from '../../http/route-docs.ts'
+import { type AppRouter, queryOf } from './route.ts'
+
+/** The media types POST /import takes (app.ts lets them past the JSON-only rule). */
+export const IMPORT_TYPES = ['application/octet-stream', 'application/gzip'] as const
+
+/**
+ * An organisation's data as one archive it owns (docs/export.md): the export streams it,
+ * the import takes it back into an empty organisation, on this server or another.
+ */
+export function dataRoutes(app: AppRouter): void {
+  const { db, live, config, clock } = app.deps
+
+  app.org(
+    'GET',
+    '/export',
+    {
+      summary: 'Download the whole organisation as one archive (docs/export.md)',
+      description:
+        'A gzipped tar of JSON Lines (columns, projects, cards on the board and archived with their descriptions, comments and screenshots, claim records, mind maps, webhooks without secrets, members without credentials), every stored file, and manifest.json (format version, counts, SHA-256 of every entry). Streamed as it is read: its length is known only at the end.',
+      access: 'owner-admin',
+      answers: [answer.file('The archive (application/gzip).')],
+    },
+    async (_req, { org }) => {
+      const now = new Date(clock.now())
+      const gzip = createGzip()
+      pipeline(Readable.from(exportOrganization({ db, live }, org.id, now)), gzip, () => {})
+      const day = now.toISOString().slice(0, 10)
+      return {
+        status: 200,
+        stream: {
+          chunks: gzip,
+          mimeType: 'application/gzip',
+          filename: `${org.name} ${day}.corkboard.tar.gz`,
+        },
+      }
+    },
+  )
+
+  app.org(
+    'POST',
+    '/import',
+    {
+      summary: 'Import an export archive into this (empty) organisation',
+      description:
+        'The body is the archive as GET /export wrote it, as it is (Content-Type: application/octet-stream or application/gzip). Everything is written in one transaction: a damaged, truncated or altered archive is refused (400 naming what is wrong) and nothing is written. Ids and timestamps are kept, so an archive imports into another server, not beside the organisation it came from (409). With ?dryRun=1 the archive is read and checked and the answer says what would be created, without writing anything. The board document starts over as a new generation: open copies close with the reason "re-based" and reopen on the imported board.',
+      access: 'owner-admin',
+      query: {
+        dryRun: {
+          description: '1: check and count only, write nothing.',
+          schema: { type: 'string', enum: ['0', '1'] },
+        },
+      },
+      answers: [
+        answer.json(
+          200,
+          '`{ dryRun, source: { orgId, name, exportedAt }, counts, notes }`: what was (or would be) created, per kind, and what could not be kept as it was.',
+        ),
+      ],
+      errors: {
+        400: 'The body is not an export archive, or it is damaged, truncated or altered (the message names the entry).',
+        409: 'The organisation is not empty, or the archive’s ids are in use on this server.',
+        413: 'The body is larger than IMPORT_MAX_BYTES.',
+      },
+    },
+    async (req, { user, org }) => {
+      const type = req.headers['content-type']?.split(';')[0]?.trim().toLowerCase()
+      if (!(IMPORT_TYPES as readonly string[]).includes(type ?? '')) {
+        throw new ApiError(
+          415,
+          `Send the archive as it is, with Content-Type: application/octet-stream (got ${type ?? 'none'})`,
+        )
+      }
+      const length = Number(req.headers['content-length'] ?? 0)
+      if (length > config.importMaxBytes) {
+        throw new ApiError(
+          413,
+          `The archive is larger than this server takes (IMPORT_MAX_BYTES, ${config.importMaxBytes} bytes)`,
+        )
+      }
+      const dryRun = queryOf(req).get('dryRun') === '1'
+      const report = await importArchive({ db, live }, { orgId: org.id, userId: user.id }, req, {
+        dryRun,
+        maxBytes: config.importMaxBytes,
+      })
+      return { status: 200, body: report }
+    },
+  )
+}
