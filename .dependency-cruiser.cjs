@@ -19,7 +19,7 @@ const layers = [
   ['^server/board/'],
   ['^server/webhooks/'],
   ['^server/upgrades/'],
-  ['^server/data/'],
+  ['^server/transfer/'],
   ['^server/review/'],
   ['^server/actions/'],
   ['^server/faces/'],
@@ -27,7 +27,7 @@ const layers = [
 ]
 
 const names = ['shared', 'persistence', 'server basics', 'live', 'rate-limit', 'auth', 'files']
-  .concat(['claims', 'changes', 'board', 'webhooks', 'upgrades', 'data', 'review', 'actions'])
+  .concat(['claims', 'changes', 'board', 'webhooks', 'upgrades', 'transfer', 'review', 'actions'])
   .concat(['faces'])
   .concat(['app'])
 

@@ -1,9 +1,9 @@
 import { pipeline, Readable } from 'node:stream'
 import { createGzip } from 'node:zlib'
-import { exportOrganization } from '../../data/export.ts'
-import { importArchive } from '../../data/import.ts'
 import { ApiError } from '../../errors.ts'
 import { answer } from '../../http/route-docs.ts'
+import { exportOrganization } from '../../transfer/export.ts'
+import { importArchive } from '../../transfer/import.ts'
 import { type AppRouter, queryOf } from './route.ts'
 
 /** The media types POST /import takes (app.ts lets them past the JSON-only rule). */
