@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { gunzipSync, gzipSync } from 'node:zlib'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { Agent, Person } from '../support/client.ts'
+import { Agent, connectProvider, eventually, Person } from '../support/client.ts'
 import { seededOrg } from '../support/fixtures.ts'
 import { startServer, type TestServer } from '../support/server.ts'
 import { STORAGES } from '../support/storage.ts'
@@ -251,15 +251,30 @@ describe.each(STORAGES)('export and import (%s)', (kind) => {
   })
 
   test('after an import the live documents and reads show the imported organisation', async () => {
-    const there = new Person(b.url)
-    await there.signUp({ organizationName: 'Reads' })
-    expect((await upload(there, archive)).status).toBe(409) // ids in use on b already
     // Into a third server: a fresh database, then read it back through the agent endpoint.
     const c = await startServer(kind)
     try {
       const p = new Person(c.url)
       await p.signUp()
+      // The app has the board open while the import runs: its copy is replaced.
+      const before = await connectProvider(c.url, `${p.orgId}/board`, await p.syncToken())
+      let closed = ''
+      before.provider.on('close', ({ event }: { event: { reason: string } }) => {
+        closed ||= event.reason
+      })
       expect((await upload(p, archive)).status).toBe(200)
+      expect(await eventually(() => closed || undefined)).toMatch(/re-based/)
+      before.destroy()
+      const boardNow = await connectProvider(c.url, `${p.orgId}/board`, await p.syncToken())
+      expect(boardNow.doc.getMap('tasks').has(ids.card)).toBe(true)
+      expect(boardNow.doc.getMap('projects').size).toBe(1)
+      boardNow.destroy()
+      const card = await connectProvider(c.url, `${p.orgId}/tasks/${ids.card}`, await p.syncToken())
+      expect(card.doc.getText('description').toString()).toBe(
+        'Every field, **kept**.\nLine two — ünïcödé',
+      )
+      expect(card.doc.getMap('comments').size).toBe(2)
+      card.destroy()
       const reader = new Agent(c.url, await p.createKey('reader'))
       const board = await reader.ok('get_board')
       expect(board.tasks.map((t: { title: string }) => t.title).sort()).toEqual([
@@ -295,6 +310,12 @@ describe.each(STORAGES)('export and import (%s)', (kind) => {
       const { columns } = await reader.ok('list_columns')
       await reader.ok('create_task', { columnId: columns[0].id, title: 'after the move' })
       expect((await reader.ok('get_board')).tasks).toHaveLength(3)
+      // Ids are kept: the same archive does not import beside the organisation it made.
+      const second = new Person(c.url)
+      await second.signUp({ organizationName: 'Beside' })
+      const beside = await upload(second, archive)
+      expect(beside.status).toBe(409)
+      expect(beside.body.error).toMatch(/ids are in use on this server/)
     } finally {
       await c.close()
     }
