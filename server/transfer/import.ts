@@ -201,7 +201,10 @@ function jsonOf(bytes: Buffer, where: string): unknown {
 }
 
 /** The request body, its size capped, gunzipped (capped again: a small bomb stays small). */
-function unpacked(body: AsyncIterable<Buffer>, maxBytes: number): AsyncIterable<Buffer> {
+function unpacked(
+  body: AsyncIterable<Buffer> | Iterable<Buffer>,
+  maxBytes: number,
+): AsyncIterable<Buffer> {
   let read = 0
   async function* capped() {
     for await (const chunk of body) {
@@ -418,7 +421,7 @@ function isMalformed(error: unknown): boolean {
 export async function importArchive(
   deps: ImportDeps,
   target: ImportTarget,
-  body: AsyncIterable<Buffer>,
+  body: AsyncIterable<Buffer> | Iterable<Buffer>,
   options: { dryRun: boolean; maxBytes: number },
 ): Promise<ImportReport> {
   const { db, live } = deps

@@ -1,13 +1,69 @@
 import { pipeline, Readable } from 'node:stream'
 import { createGzip } from 'node:zlib'
-import { ApiError } from '../../errors.ts'
+import { ApiError, badRequest } from '../../errors.ts'
 import { answer } from '../../http/route-docs.ts'
 import { exportOrganization } from '../../transfer/export.ts'
+import {
+  archiveOf,
+  fromGitHub,
+  fromLinear,
+  fromTrello,
+  type Moved,
+} from '../../transfer/foreign.ts'
 import { importArchive } from '../../transfer/import.ts'
 import { type AppRouter, queryOf } from './route.ts'
 
 /** The media types POST /import takes (app.ts lets them past the JSON-only rule). */
-export const IMPORT_TYPES = ['application/octet-stream', 'application/gzip'] as const
+export const IMPORT_TYPES = ['application/octet-stream', 'application/gzip', 'text/csv'] as const
+
+/** The body, refused with 413 past `max` bytes. */
+async function readCapped(req: AsyncIterable<Buffer>, max: number): Promise<string> {
+  const chunks: Buffer[] = []
+  let size = 0
+  for await (const chunk of req) {
+    size += chunk.length
+    if (size > max) {
+      throw new ApiError(
+        413,
+        `The file is larger than this server takes (IMPORT_MAX_BYTES, ${max} bytes)`,
+      )
+    }
+    chunks.push(chunk)
+  }
+  return Buffer.concat(chunks).toString('utf8')
+}
+
+/** A Trello board or GitHub issues (JSON), or Linear issues (CSV), as a board to move in. */
+function movedIn(type: string, body: string, now: string): Moved {
+  if (type === 'text/csv') return fromLinear(body, now)
+  let json: unknown
+  try {
+    json = JSON.parse(body)
+  } catch {
+    throw badRequest(
+      'The body is not JSON: send a Trello board export or `gh issue list --json` output',
+    )
+  }
+  if (Array.isArray(json)) {
+    if (
+      json.length > 0 &&
+      !json.every((i) => typeof i === 'object' && i !== null && 'title' in i)
+    ) {
+      throw badRequest('This JSON array is not GitHub issues: each must have at least a title')
+    }
+    return fromGitHub(json, now)
+  }
+  if (
+    typeof json === 'object' &&
+    json !== null &&
+    Array.isArray((json as { lists?: unknown }).lists)
+  ) {
+    return fromTrello(json as Record<string, unknown>, now)
+  }
+  throw badRequest(
+    'This JSON is neither a Trello board export (an object with lists and cards) nor GitHub issues (an array, as `gh issue list --json` writes)',
+  )
+}
 
 /**
  * An organisation's data as one archive it owns (docs/export.md): the export streams it,
@@ -69,11 +125,11 @@ export function dataRoutes(app: AppRouter): void {
       },
     },
     async (req, { user, org }) => {
-      const type = req.headers['content-type']?.split(';')[0]?.trim().toLowerCase()
-      if (!(IMPORT_TYPES as readonly string[]).includes(type ?? '')) {
+      const type = req.headers['content-type']?.split(';')[0]?.trim().toLowerCase() ?? ''
+      if (!['application/json', ...IMPORT_TYPES].includes(type)) {
         throw new ApiError(
           415,
-          `Send the archive as it is, with Content-Type: application/octet-stream (got ${type ?? 'none'})`,
+          `Send the file as it is: an export archive as application/octet-stream, Trello or GitHub JSON as application/json, Linear CSV as text/csv (got ${type || 'no Content-Type'})`,
         )
       }
       const length = Number(req.headers['content-length'] ?? 0)
@@ -84,6 +140,30 @@ export function dataRoutes(app: AppRouter): void {
         )
       }
       const dryRun = queryOf(req).get('dryRun') === '1'
+      if (type === 'application/json' || type === 'text/csv') {
+        const body = await readCapped(req, config.importMaxBytes)
+        const now = new Date(clock.now()).toISOString()
+        const moved = movedIn(type, body, now)
+        const { archive, cut } = archiveOf(moved, now)
+        const report = await importArchive(
+          { db, live },
+          { orgId: org.id, userId: user.id },
+          [archive],
+          { dryRun, maxBytes: Number.MAX_SAFE_INTEGER },
+        )
+        if (cut > 0) {
+          report.notes.push(`${cut} descriptions were longer than 20,000 characters and were cut`)
+        }
+        return {
+          status: 200,
+          body: {
+            ...report,
+            source: { ...report.source, kind: moved.source },
+            mapped: moved.mapped,
+            unmapped: moved.unmapped,
+          },
+        }
+      }
       const report = await importArchive({ db, live }, { orgId: org.id, userId: user.id }, req, {
         dryRun,
         maxBytes: config.importMaxBytes,
