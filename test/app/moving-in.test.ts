@@ -10,7 +10,11 @@ const fixture = (name: string) =>
 async function upload(person: Person, body: Buffer | string, type: string, dryRun = false) {
   const res = await fetch(
     `${person.url}/api/app/orgs/${person.orgId}/import${dryRun ? '?dryRun=1' : ''}`,
-    { method: 'POST', headers: { cookie: person.cookie, 'content-type': type }, body },
+    {
+      method: 'POST',
+      headers: { cookie: person.cookie, 'content-type': type },
+      body: typeof body === 'string' ? body : new Uint8Array(body),
+    },
   )
   return { status: res.status, body: (await res.json()) as any }
 }
