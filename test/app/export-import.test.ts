@@ -256,6 +256,9 @@ describe.each(STORAGES)('export and import (%s)', (kind) => {
     try {
       const p = new Person(c.url)
       await p.signUp()
+      // Read before the import: what this process keeps of the organisation is read again.
+      const reader = new Agent(c.url, await p.createKey('reader'))
+      expect((await reader.ok('get_board')).tasks).toEqual([])
       // The app has the board open while the import runs: its copy is replaced.
       const before = await connectProvider(c.url, `${p.orgId}/board`, await p.syncToken())
       let closed = ''
@@ -263,6 +266,9 @@ describe.each(STORAGES)('export and import (%s)', (kind) => {
         closed ||= event.reason
       })
       expect((await upload(p, archive)).status).toBe(200)
+      // Read at once, before any card document is opened here.
+      const first = await reader.ok('get_task', { taskId: ids.card })
+      expect(first.task.description).toBe('Every field, **kept**.\nLine two — ünïcödé')
       expect(await eventually(() => closed || undefined)).toMatch(/re-based/)
       before.destroy()
       const boardNow = await connectProvider(c.url, `${p.orgId}/board`, await p.syncToken())
@@ -275,7 +281,6 @@ describe.each(STORAGES)('export and import (%s)', (kind) => {
       )
       expect(card.doc.getMap('comments').size).toBe(2)
       card.destroy()
-      const reader = new Agent(c.url, await p.createKey('reader'))
       const board = await reader.ok('get_board')
       expect(board.tasks.map((t: { title: string }) => t.title).sort()).toEqual([
         'Blocker',

@@ -70,7 +70,13 @@ function movedIn(type: string, body: string, now: string): Moved {
  * the import takes it back into an empty organisation, on this server or another.
  */
 export function dataRoutes(app: AppRouter): void {
-  const { db, live, config, clock } = app.deps
+  const { db, live, config, clock, descriptions } = app.deps
+
+  /** What this process keeps of the organisation is read again; the map list too. */
+  const imported = (orgId: string) => {
+    descriptions.forget(orgId)
+    live.mapsChanged(orgId)
+  }
 
   app.org(
     'GET',
@@ -151,6 +157,7 @@ export function dataRoutes(app: AppRouter): void {
           [archive],
           { dryRun, maxBytes: Number.MAX_SAFE_INTEGER },
         )
+        if (!dryRun) imported(org.id)
         if (cut > 0) {
           report.notes.push(`${cut} descriptions were longer than 20,000 characters and were cut`)
         }
@@ -168,6 +175,7 @@ export function dataRoutes(app: AppRouter): void {
         dryRun,
         maxBytes: config.importMaxBytes,
       })
+      if (!dryRun) imported(org.id)
       return { status: 200, body: report }
     },
   )
