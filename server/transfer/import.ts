@@ -221,7 +221,11 @@ function unpacked(
   const gunzip = createGunzip()
   let unpackedBytes = 0
   const limit = maxBytes * 16
-  pipeline(Readable.from(capped()), gunzip, () => {})
+  pipeline(
+    Readable.from(capped(), { objectMode: false, highWaterMark: 64 * 1024 }),
+    gunzip,
+    () => {},
+  )
   return (async function* () {
     try {
       for await (const chunk of gunzip as AsyncIterable<Buffer>) {
@@ -241,7 +245,10 @@ function unpacked(
   })()
 }
 
-/** Rows for one statement each, written per part. */
+/** Cards whose rows and documents are written together. */
+const BATCH_CARDS = 250
+
+/** Rows for one statement each, written per batch of cards. */
 interface Batch {
   texts: unknown[]
   comments: unknown[]
@@ -540,6 +547,11 @@ export async function importArchive(
           throw badArchive(`${where} is not JSON`)
         }
         await record(ref.kind, raw, where, batch, orgId)
+        // Written every few hundred cards: memory follows a batch, not a part.
+        if (batch.docs.length >= BATCH_CARDS) {
+          if (tx) await writeBatch(tx, orgId, batch)
+          Object.assign(batch, emptyBatch())
+        }
       }
       if (tx) await writeBatch(tx, orgId, batch)
     }
