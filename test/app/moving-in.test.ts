@@ -160,4 +160,17 @@ describe.each(STORAGES)('moving in from Trello, GitHub and Linear (%s)', (kind) 
     }
     expect((await reader.ok('get_board')).tasks).toEqual([])
   })
+
+  test('a Trello, GitHub or Linear file over the size cap is refused with 413, nothing written', async () => {
+    const small = await startServer(kind, { importMaxBytes: 512 })
+    try {
+      const { person, reader } = await fresh(small.url)
+      const res = await upload(person, fixture('trello-board.json'), 'application/json')
+      expect(res.status).toBe(413)
+      expect(res.body.error).toMatch(/IMPORT_MAX_BYTES/)
+      expect((await reader.ok('get_board')).tasks).toEqual([])
+    } finally {
+      await small.close()
+    }
+  })
 })

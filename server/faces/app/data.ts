@@ -16,6 +16,12 @@ import { type AppRouter, queryOf } from './route.ts'
 /** The media types POST /import takes (app.ts lets them past the JSON-only rule). */
 export const IMPORT_TYPES = ['application/octet-stream', 'application/gzip', 'text/csv'] as const
 
+/**
+ * The largest Trello, GitHub or Linear file read: it is parsed whole (an archive is read
+ * entry by entry), so its size is memory.
+ */
+const FOREIGN_MAX_BYTES = 64 * 1024 * 1024
+
 /** The body, refused with 413 past `max` bytes. */
 async function readCapped(req: AsyncIterable<Buffer>, max: number): Promise<string> {
   const chunks: Buffer[] = []
@@ -25,7 +31,7 @@ async function readCapped(req: AsyncIterable<Buffer>, max: number): Promise<stri
     if (size > max) {
       throw new ApiError(
         413,
-        `The file is larger than this server takes (IMPORT_MAX_BYTES, ${max} bytes)`,
+        `The file is larger than this server takes (${max} bytes; IMPORT_MAX_BYTES, and 64 MB for a Trello, GitHub or Linear file)`,
       )
     }
     chunks.push(chunk)
@@ -152,7 +158,7 @@ export function dataRoutes(app: AppRouter): void {
       }
       const dryRun = queryOf(req).get('dryRun') === '1'
       if (type === 'application/json' || type === 'text/csv') {
-        const body = await readCapped(req, config.importMaxBytes)
+        const body = await readCapped(req, Math.min(config.importMaxBytes, FOREIGN_MAX_BYTES))
         const now = new Date(clock.now()).toISOString()
         const moved = movedIn(type, body, now)
         const { archive, cut } = archiveOf(moved, now)
