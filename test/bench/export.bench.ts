@@ -33,6 +33,10 @@ const SHAPE: OrgShape = {
   commentsPerArchived: 3,
   claimedArchived: FULL ? 20_000 : 2_000,
 }
+/** BENCH_SERVER_NODE_OPTIONS: the server processes' NODE_OPTIONS (a heap cap, to tell a live set from garbage). */
+const SERVER_OPTIONS: Record<string, string> = process.env.BENCH_SERVER_NODE_OPTIONS
+  ? { NODE_OPTIONS: process.env.BENCH_SERVER_NODE_OPTIONS }
+  : {}
 const SCREENSHOT_BYTES = 200 * 1024
 const SCREENSHOTS = ((FULL ? 500 : 50) * 1024 * 1024) / SCREENSHOT_BYTES
 
@@ -104,12 +108,18 @@ export async function run(log: (line: string) => void): Promise<void> {
       admin.user?.id,
     ])
     await app.close()
+    if (SERVER_OPTIONS.NODE_OPTIONS)
+      log(`server processes with NODE_OPTIONS=${SERVER_OPTIONS.NODE_OPTIONS}`)
     log(
       `seeded ${SHAPE.onBoard.toLocaleString('en')} cards on the board, ${SHAPE.archived.toLocaleString('en')} archived, ${(SHAPE.archived * SHAPE.commentsPerArchived).toLocaleString('en')} comments, ${SHAPE.claimedArchived.toLocaleString('en')} claims, ${SCREENSHOTS} screenshots (${((SCREENSHOTS * SCREENSHOT_BYTES) / 1024 / 1024).toFixed(0)} MB) in ${((performance.now() - t0) / 1000).toFixed(0)} s${FULL ? '' : ' (a tenth of the issue’s scale; BENCH_SCALE=full for all of it)'}`,
     )
 
     // Export, from a process that has served nothing yet but one read.
-    const from = await startProcess({ ...source.env, HTTP_REQUEST_TIMEOUT_MS: '3600000' })
+    const from = await startProcess({
+      ...source.env,
+      ...SERVER_OPTIONS,
+      HTTP_REQUEST_TIMEOUT_MS: '3600000',
+    })
     try {
       const warm = await fetch(`${from.url}/api/app/me`, { headers: { cookie: admin.cookie } })
       await warm.arrayBuffer()
@@ -138,6 +148,7 @@ export async function run(log: (line: string) => void): Promise<void> {
     // Import, into an empty organisation of another server over a fresh database.
     const to = await startProcess({
       ...target.env,
+      ...SERVER_OPTIONS,
       HTTP_REQUEST_TIMEOUT_MS: '3600000',
       IMPORT_MAX_BYTES: String(4 * 1024 * 1024 * 1024),
     })
