@@ -19,6 +19,7 @@ const layers = [
   ['^server/board/'],
   ['^server/webhooks/'],
   ['^server/upgrades/'],
+  ['^server/transfer/'],
   ['^server/review/'],
   ['^server/actions/'],
   ['^server/faces/'],
@@ -26,7 +27,8 @@ const layers = [
 ]
 
 const names = ['shared', 'persistence', 'server basics', 'live', 'rate-limit', 'auth', 'files']
-  .concat(['claims', 'changes', 'board', 'webhooks', 'upgrades', 'review', 'actions', 'faces'])
+  .concat(['claims', 'changes', 'board', 'webhooks', 'upgrades', 'transfer', 'review', 'actions'])
+  .concat(['faces'])
   .concat(['app'])
 
 const upward = layers.slice(0, -1).map((paths, i) => ({

@@ -12,6 +12,7 @@ import { ApiError } from './errors.ts'
 import { agentEndpoint } from './faces/agent/endpoint.ts'
 import { IdempotencySweeper } from './faces/agent/idempotency-store.ts'
 import { appApi } from './faces/app/app-api.ts'
+import { IMPORT_TYPES } from './faces/app/data.ts'
 import { MCP_PATH, mcpEndpoint } from './faces/mcp/http.ts'
 import { metricsEndpoint } from './faces/metrics.ts'
 import { oauthRoutes } from './faces/oauth/routes.ts'
@@ -37,6 +38,10 @@ import { migrateLayout } from './upgrades/layout-v2.ts'
 import { moveDescriptions } from './upgrades/layout-v3.ts'
 import { fillTaskTexts } from './upgrades/task-texts.ts'
 import { type WebhookOptions, Webhooks } from './webhooks/webhooks.ts'
+
+/** POST /api/app/orgs/:orgId/import, which takes an archive's bytes as they are. */
+const IMPORT_PATH = /^\/api\/app\/orgs\/[^/]+\/import$/
+const IMPORT_BODIES = ['application/json', ...IMPORT_TYPES]
 
 /** The paths whose every request reads or writes the database. */
 function needsStorage(path: string): boolean {
@@ -199,7 +204,11 @@ export async function createApp(
       try {
         const url = new URL(req.url ?? '/', 'http://localhost')
         // The app API is authenticated by a cookie: nothing another site sends gets through.
-        if (url.pathname.startsWith('/api/app/')) refuseCrossSite(req, config)
+        // The import takes a file's bytes as they are; its Origin and Sec-Fetch-Site are
+        // checked all the same (a type other than a form's needs a preflight, never granted).
+        if (url.pathname.startsWith('/api/app/')) {
+          refuseCrossSite(req, config, IMPORT_PATH.test(url.pathname) ? IMPORT_BODIES : undefined)
+        }
         // While the database does not answer, every request that needs it is answered at once.
         if (!db.availability.available && needsStorage(url.pathname)) throw unavailableError()
         // Every method on the agent endpoint reaches it, so it can answer 405 itself.

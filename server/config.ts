@@ -62,6 +62,8 @@ export interface Config {
   syncAuthTimeoutMs: number
   /** Largest live-sync WebSocket message; a larger one closes the socket (1009). */
   syncMaxMessageBytes: number
+  /** The largest archive or file POST /api/app/orgs/:orgId/import takes. */
+  importMaxBytes: number
   /** Failed sign-ins per address per window, whatever the accounts. */
   loginFailuresPerAddress: number
   loginAddressWindowSeconds: number
@@ -193,6 +195,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxConnectionsPerAddress: whole(env, 'MAX_CONNECTIONS_PER_ADDRESS', trustProxy ? 0 : 256),
     syncAuthTimeoutMs: whole(env, 'SYNC_AUTH_TIMEOUT_MS', 15_000),
     syncMaxMessageBytes: whole(env, 'SYNC_MAX_MESSAGE_BYTES', 4 * 1024 * 1024, 1),
+    importMaxBytes: whole(env, 'IMPORT_MAX_BYTES', 2 * 1024 * 1024 * 1024, 1),
     loginFailuresPerAddress: whole(env, 'LOGIN_FAILURES_PER_ADDRESS', 30, 1),
     loginAddressWindowSeconds: whole(env, 'LOGIN_ADDRESS_WINDOW_SECONDS', 900, 1),
     loginFailuresPerAccount: whole(env, 'LOGIN_FAILURES_PER_ACCOUNT', 10, 1),

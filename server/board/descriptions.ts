@@ -155,6 +155,14 @@ export class Descriptions {
     this.org(orgId).texts.set(taskId, text)
   }
 
+  /**
+   * Forgets what this process knows of an organisation's descriptions: its next read takes
+   * them all from storage again (an import wrote them without a document here).
+   */
+  forget(orgId: string): void {
+    this.orgs.delete(orgId)
+  }
+
   private forgetIdle(): void {
     const cutoff = Date.now() - IDLE_MS
     for (const [orgId, org] of this.orgs) {

@@ -45,7 +45,11 @@ function normalisedOrigin(origin: string): string {
  * request needs a preflight, which this service never grants. Scripts send neither
  * header, so they keep working; so do reads (GET, HEAD), which change nothing.
  */
-export function refuseCrossSite(req: IncomingMessage, reached: Reached): void {
+export function refuseCrossSite(
+  req: IncomingMessage,
+  reached: Reached,
+  bodyTypes: readonly string[] = JSON_ONLY,
+): void {
   const method = req.method ?? 'GET'
   if (SAFE_METHODS.has(method)) return
 
@@ -71,7 +75,7 @@ export function refuseCrossSite(req: IncomingMessage, reached: Reached): void {
   if (hasBody(req)) {
     const type = req.headers['content-type']
     const media = type?.split(';')[0]?.trim().toLowerCase()
-    if (media !== 'application/json') {
+    if (media === undefined || !bodyTypes.includes(media)) {
       throw new ApiError(
         415,
         type
@@ -81,6 +85,8 @@ export function refuseCrossSite(req: IncomingMessage, reached: Reached): void {
     }
   }
 }
+
+const JSON_ONLY = ['application/json']
 
 /** Whether a body follows the headers: a non-zero Content-Length, or a chunked one. */
 function hasBody(req: IncomingMessage): boolean {

@@ -53,7 +53,7 @@ export const answer = {
 }
 
 /** Failure statuses a route may name beyond those its access, input and transport imply. */
-export type RouteError = 400 | 401 | 403 | 404 | 409 | 410 | 429
+export type RouteError = 400 | 401 | 403 | 404 | 409 | 410 | 413 | 429
 
 export interface RouteDoc {
   /** One line: what the route does. */

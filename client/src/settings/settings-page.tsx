@@ -1,7 +1,8 @@
 import { Link } from '../router.tsx'
-import { FolderIcon, KeyIcon, UsersIcon, WebhookIcon } from '../ui/icons.tsx'
+import { ArchiveIcon, FolderIcon, KeyIcon, UsersIcon, WebhookIcon } from '../ui/icons.tsx'
 import { useWorkspace } from '../workspace.tsx'
 import { ApiKeys } from './api-keys.tsx'
+import { DataSettings } from './data.tsx'
 import { Members } from './members.tsx'
 import { Projects } from './projects.tsx'
 import { Webhooks } from './webhooks.tsx'
@@ -11,9 +12,10 @@ const TABS = [
   { id: 'keys', label: 'API keys', icon: <KeyIcon size={15} /> },
   { id: 'webhooks', label: 'Webhooks', icon: <WebhookIcon size={15} /> },
   { id: 'projects', label: 'Projects', icon: <FolderIcon size={15} /> },
+  { id: 'data', label: 'Data', icon: <ArchiveIcon size={15} /> },
 ] as const
 
-/** Administration: members and invites, API keys, webhooks, projects. */
+/** Administration: members and invites, API keys, webhooks, projects, export and import. */
 export function SettingsPage({ tab }: { tab: string }) {
   const { org } = useWorkspace()
   const found = TABS.find((t) => t.id === tab)
@@ -62,6 +64,7 @@ export function SettingsPage({ tab }: { tab: string }) {
             {current.id === 'keys' && <ApiKeys />}
             {current.id === 'webhooks' && <Webhooks />}
             {current.id === 'projects' && <Projects />}
+            {current.id === 'data' && <DataSettings />}
           </section>
         )}
       </div>

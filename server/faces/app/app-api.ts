@@ -6,6 +6,7 @@ import { cardRoutes } from './cards.ts'
 import { columnRoutes } from './columns.ts'
 import { commentRoutes } from './comments.ts'
 import { connectedAppRoutes } from './connected-apps.ts'
+import { dataRoutes } from './data.ts'
 import { fileRoutes } from './files.ts'
 import { generationRoutes } from './generations.ts'
 import { inviteRoutes } from './invites.ts'
@@ -41,4 +42,5 @@ export function appApi(router: Router, deps: AppDeps): void {
   mapRoutes(app)
   fileRoutes(app)
   webhookRoutes(app)
+  dataRoutes(app)
 }

@@ -38,11 +38,19 @@ export interface DownloadFile {
   filename: string
 }
 
-/** What an organisation's route answers: JSON, nothing (204), or a download. */
+/** A download written as it is made (its length unknown until the end). */
+export interface DownloadStream {
+  chunks: AsyncIterable<Buffer>
+  mimeType: string
+  filename: string
+}
+
+/** What an organisation's route answers: JSON, nothing (204), a download, or a streamed one. */
 export interface Reply {
   status: number
   body?: unknown
   file?: DownloadFile
+  stream?: DownloadStream
 }
 
 /** A member of the path's organisation, as the route's declared access admitted them. */
@@ -94,7 +102,8 @@ export class AppRouter {
         doc.access === 'owner-admin' ? MANAGERS : undefined,
       )
       const out = await handler(req, { user, org, params })
-      if (out.file) sendDownload(res, out.file)
+      if (out.stream) await sendStream(res, out.stream)
+      else if (out.file) sendDownload(res, out.file)
       else if (out.body === undefined) sendEmpty(res, out.status)
       else sendJson(res, out.status, out.body)
     })
@@ -153,6 +162,46 @@ export function attachmentDisposition(filename: string): string {
     (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
   )
   return `attachment; filename="${ascii || 'download'}"; filename*=UTF-8''${utf8}`
+}
+
+/**
+ * A streamed download: each chunk written as it comes, waiting while the client reads
+ * slower than it is made. A failure after the headers went cuts the connection, so the
+ * client sees a truncated download, never a complete-looking one.
+ */
+async function sendStream(res: ServerResponse, file: DownloadStream): Promise<void> {
+  const iterator = file.chunks[Symbol.asyncIterator]()
+  // The first chunk before the headers: a failure there is still an error answer.
+  const first = await iterator.next()
+  res.writeHead(200, {
+    'content-type': file.mimeType,
+    'content-disposition': attachmentDisposition(file.filename),
+    'cache-control': 'no-store',
+    'x-content-type-options': 'nosniff',
+  })
+  try {
+    for (let next = first; !next.done; next = await iterator.next()) {
+      if (res.destroyed) throw new Error('the client went away')
+      if (!res.write(next.value)) await once(res, 'drain', res)
+    }
+    res.end()
+  } catch (error) {
+    await iterator.return?.(undefined)
+    res.destroy(error instanceof Error ? error : new Error(String(error)))
+  }
+}
+
+/** Resolves at `event`, or when the response closes first. */
+function once(emitter: ServerResponse, event: string, res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      emitter.off(event, done)
+      res.off('close', done)
+      resolve()
+    }
+    emitter.on(event, done)
+    res.on('close', done)
+  })
 }
 
 function sendDownload(res: ServerResponse, file: DownloadFile): void {

@@ -1,0 +1,183 @@
+import { randomBytes, randomUUID } from 'node:crypto'
+import { createReadStream, createWriteStream } from 'node:fs'
+import { mkdtemp, rm, stat } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Readable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
+import { createApp } from '../../server/app.ts'
+import { loadConfig } from '../../server/config.ts'
+import { Person } from '../support/client.ts'
+import { startProcess } from '../support/service-process.ts'
+import { benchStorage, rssMb } from './harness.ts'
+import { type OrgShape, seedOrg } from './history-seed.ts'
+
+/**
+ * Export and import at scale (issue 30): an organisation with the growth bench's long
+ * history (cards on the board, archived cards, their comments and claims) and screenshots,
+ * exported from one server process and imported into another over a fresh database, each
+ * a real `node server/main.ts`. Reported: time, MB/s of archive, and the server's resident
+ * memory before, at its peak during the transfer (sampled every 50 ms), and the growth,
+ * which must stay bounded (≤ 100 MB) whatever the organisation's size.
+ *
+ * BENCH_SCALE=full is the issue's shape (2,000 on the board, 50,000 archived, 150,000
+ * comments, 500 MB of screenshots); the default is a tenth of the history and screenshots,
+ * which finishes in a few minutes on a shared two-core machine.
+ */
+
+const FULL = process.env.BENCH_SCALE === 'full'
+const SHAPE: OrgShape = {
+  onBoard: 2_000,
+  commentsOnBoard: 0,
+  archived: FULL ? 50_000 : 5_000,
+  commentsPerArchived: 3,
+  claimedArchived: FULL ? 20_000 : 2_000,
+}
+/** BENCH_SERVER_NODE_OPTIONS: the server processes' NODE_OPTIONS (a heap cap, to tell a live set from garbage). */
+const SERVER_OPTIONS: Record<string, string> = process.env.BENCH_SERVER_NODE_OPTIONS
+  ? { NODE_OPTIONS: process.env.BENCH_SERVER_NODE_OPTIONS }
+  : {}
+const SCREENSHOT_BYTES = 200 * 1024
+const SCREENSHOTS = ((FULL ? 500 : 50) * 1024 * 1024) / SCREENSHOT_BYTES
+
+/** Samples a process's RSS until stopped; returns the peak. */
+function sampler(pid: number | undefined) {
+  let peak = 0
+  let running = true
+  const loop = (async () => {
+    while (running) {
+      peak = Math.max(peak, await rssMb(pid))
+      await new Promise((r) => setTimeout(r, 50))
+    }
+  })()
+  return {
+    async stop() {
+      running = false
+      await loop
+      return peak
+    },
+  }
+}
+
+/** Screenshots on archived cards, as attach_screenshot stores them (their rows and bytes). */
+async function addScreenshots(
+  db: { query: (t: string, p?: unknown[]) => Promise<unknown[]> },
+  orgId: string,
+  cards: string[],
+) {
+  for (let i = 0; i < SCREENSHOTS; i++) {
+    const id = randomUUID()
+    const bytes = randomBytes(SCREENSHOT_BYTES)
+    const taskId = cards[(i * 7) % cards.length] as string
+    await db.query(
+      `insert into files (id, org_id, visibility, mime_type, extension, size, sha256, data)
+       values ($1, $2, 'private', 'image/png', 'png', $3, encode(sha256($4), 'hex'), $4)`,
+      [id, orgId, bytes.length, bytes],
+    )
+    await db.query(
+      `insert into attachments (id, org_id, task_id, filename, mime_type, size, created_at)
+       values ($1, $2, $3, $4, 'image/png', $5, now())`,
+      [id, orgId, taskId, `shot-${i}.png`, bytes.length],
+    )
+  }
+}
+
+export async function run(log: (line: string) => void): Promise<void> {
+  const source = await benchStorage('postgres')
+  const target = await benchStorage('postgres')
+  const dir = await mkdtemp(join(tmpdir(), 'cb-export-bench-'))
+  const file = join(dir, 'org.tar.gz')
+  try {
+    const config = {
+      ...loadConfig({ ...process.env, ...source.env }),
+      port: 0,
+      host: '127.0.0.1',
+      logLevel: 'error' as const,
+      scryptN: 1024,
+    }
+    const app = await createApp(config)
+    const url = await app.listen()
+    const t0 = performance.now()
+    const org = await seedOrg(app, url, SHAPE)
+    await addScreenshots(app.db, org.orgId, org.archived)
+    await app.live.flushPeople()
+    const admin = new Person(url)
+    await admin.signUp()
+    await app.db.query(`insert into memberships (org_id, user_id, role) values ($1, $2, 'admin')`, [
+      org.orgId,
+      admin.user?.id,
+    ])
+    await app.close()
+    if (SERVER_OPTIONS.NODE_OPTIONS)
+      log(`server processes with NODE_OPTIONS=${SERVER_OPTIONS.NODE_OPTIONS}`)
+    log(
+      `seeded ${SHAPE.onBoard.toLocaleString('en')} cards on the board, ${SHAPE.archived.toLocaleString('en')} archived, ${(SHAPE.archived * SHAPE.commentsPerArchived).toLocaleString('en')} comments, ${SHAPE.claimedArchived.toLocaleString('en')} claims, ${SCREENSHOTS} screenshots (${((SCREENSHOTS * SCREENSHOT_BYTES) / 1024 / 1024).toFixed(0)} MB) in ${((performance.now() - t0) / 1000).toFixed(0)} s${FULL ? '' : ' (a tenth of the issue’s scale; BENCH_SCALE=full for all of it)'}`,
+    )
+
+    // Export, from a process that has served nothing yet but one read.
+    const from = await startProcess({
+      ...source.env,
+      ...SERVER_OPTIONS,
+      HTTP_REQUEST_TIMEOUT_MS: '3600000',
+    })
+    try {
+      const warm = await fetch(`${from.url}/api/app/me`, { headers: { cookie: admin.cookie } })
+      await warm.arrayBuffer()
+      // The first export loads the board and compiles the code; the second is a running
+      // server's (the growth the issue bounds).
+      for (const which of ['first export', 'second export']) {
+        const before = await rssMb(from.child.pid)
+        const peak = sampler(from.child.pid)
+        const e0 = performance.now()
+        const res = await fetch(`${from.url}/api/app/orgs/${org.orgId}/export`, {
+          headers: { cookie: admin.cookie },
+        })
+        if (res.status !== 200 || !res.body) throw new Error(`export answered ${res.status}`)
+        await pipeline(Readable.fromWeb(res.body as never), createWriteStream(file))
+        const seconds = (performance.now() - e0) / 1000
+        const top = await peak.stop()
+        const size = (await stat(file)).size / 1024 / 1024
+        log(
+          `${which}: ${size.toFixed(1)} MB in ${seconds.toFixed(1)} s (${(size / seconds).toFixed(1)} MB/s); server RSS ${before.toFixed(0)} → peak ${top.toFixed(0)} MB (+${(top - before).toFixed(0)} MB)`,
+        )
+      }
+    } finally {
+      await from.stop()
+    }
+
+    // Import, into an empty organisation of another server over a fresh database.
+    const to = await startProcess({
+      ...target.env,
+      ...SERVER_OPTIONS,
+      HTTP_REQUEST_TIMEOUT_MS: '3600000',
+      IMPORT_MAX_BYTES: String(4 * 1024 * 1024 * 1024),
+    })
+    try {
+      const person = new Person(to.url)
+      await person.signUp()
+      const before = await rssMb(to.child.pid)
+      const peak = sampler(to.child.pid)
+      const i0 = performance.now()
+      const res = await fetch(`${to.url}/api/app/orgs/${person.orgId}/import`, {
+        method: 'POST',
+        headers: { cookie: person.cookie, 'content-type': 'application/octet-stream' },
+        body: Readable.toWeb(createReadStream(file)) as never,
+        duplex: 'half',
+      } as RequestInit)
+      const answer = (await res.json()) as { counts?: Record<string, number>; error?: string }
+      const seconds = (performance.now() - i0) / 1000
+      const top = await peak.stop()
+      if (res.status !== 200) throw new Error(`import answered ${res.status}: ${answer.error}`)
+      const size = (await stat(file)).size / 1024 / 1024
+      log(
+        `import: ${size.toFixed(1)} MB in ${seconds.toFixed(1)} s (${(size / seconds).toFixed(1)} MB/s); server RSS ${before.toFixed(0)} → peak ${top.toFixed(0)} MB (+${(top - before).toFixed(0)} MB); ${answer.counts?.archived} archived, ${answer.counts?.comments} comments, ${answer.counts?.files} files`,
+      )
+    } finally {
+      await to.stop()
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true })
+    await source.drop()
+    await target.drop()
+  }
+}
