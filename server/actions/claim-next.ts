@@ -2,8 +2,9 @@ import type { ActionInput, ActionResults } from '../../shared/actions.ts'
 import type { StoredTask } from '../../shared/board-doc.ts'
 import { priorityRank } from '../../shared/priority.ts'
 import { BoardView } from '../board/board-view.ts'
+import { claimCheck, claimInDoc } from '../claims/batch.ts'
 import { CLAIM_LOCK_SPACE } from '../claims/locks.ts'
-import { newClaim } from '../claims/store.ts'
+import { createdRow, newClaim } from '../claims/store.ts'
 import { badRequest } from '../errors.ts'
 import { project } from './claims.ts'
 import type { ActionContext } from './context.ts'
@@ -65,20 +66,32 @@ export async function claim_next(
     const view = new BoardView(w.doc, now)
     const ids = candidates(view, input).map((t) => t.id)
     if (ids.length === 0) return NOTHING
+    const r = {
+      orgId: ctx.orgId,
+      actor: ctx.actor,
+      note: input.note,
+      now,
+      leaseMs: ctx.config.claimLeaseSeconds * 1000,
+    }
+    if (!w.claimsInStorage) {
+      // The best card the document shows free, checked by the batch under its claim lock
+      // (claims/batch.ts): the writes computed one after another each see the claims made
+      // before them, so k agents waiting get k cards, in order, in one statement.
+      const taskId = ids[0] as string
+      const row = createdRow({ ...r, taskId })
+      w.checkClaim(claimCheck(taskId, claimInDoc(w.doc, ctx.orgId, taskId), now, row))
+      const claim = project(w, row, now)
+      const after = new BoardView(w.doc, now)
+      return { task: after.present(after.requireTask(taskId)), claim }
+    }
+    await w.earlierCommitted()
     const [picked] = await w.tx.query<{ id: string | null }>(
       'select claim_candidate($1, $2, $3::text[], $4::timestamptz) as id',
       [CLAIM_LOCK_SPACE, ctx.orgId, ids, new Date(now).toISOString()],
     )
     const taskId = picked?.id
     if (!taskId) return NOTHING
-    const row = newClaim(w.tx, {
-      orgId: ctx.orgId,
-      taskId,
-      actor: ctx.actor,
-      note: input.note,
-      now,
-      leaseMs: ctx.config.claimLeaseSeconds * 1000,
-    })
+    const row = newClaim(w.tx, { ...r, taskId })
     const claim = project(w, row, now)
     const after = new BoardView(w.doc, now)
     return { task: after.present(after.requireTask(taskId)), claim }

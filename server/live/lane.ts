@@ -19,7 +19,9 @@ import { type WriteOrigin, type WriteTransactionOrigin, writeTransaction } from 
 import { PeoplePending, type TakenPeople } from './pending-edits.ts'
 import {
   asKeyRefused,
+  ClaimMoved,
   IdempotencyTakenOver,
+  isClaimMoved,
   KeyRefused,
   keyRevoked,
   rebasedDocOf,
@@ -64,6 +66,10 @@ interface LaneWrite {
   commitAt: number | undefined
 }
 
+/** How many times a write refused for a claim decision (ClaimMoved) is computed again. */
+const CLAIM_RETRIES = 10
+/** How long a lane's writes decide claims in Postgres after one was refused (ms). */
+const CLAIMS_IN_STORAGE_MS = 1_000
 /** How long people's edits wait to be stored together when no write comes to take them. */
 const PEOPLE_FLUSH_MS = 50
 /** How long a failed attempt to store people's edits waits before the next. */
@@ -112,6 +118,8 @@ export class OrgLane {
 
   /** Writes and reads under way, from their first step (loading documents, before the gate). */
   private active = 0
+  /** Until when (performance.now()) writes decide claims in Postgres, after a ClaimMoved. */
+  private claimsInStorageUntil = 0
 
   /** True when nothing is pending, running or waiting: the lane can be forgotten. */
   get idle(): boolean {
@@ -146,7 +154,19 @@ export class OrgLane {
     try {
       // Loaded before the gate: a load waits on storage, and nobody should wait meanwhile.
       for (const name of names) await acquire(name)
-      return await this.compute(primary, names, origin, entries, acquire, fn)
+      // A write refused because a claim decision of its batch no longer held (or built on
+      // one) stored nothing: it is computed again on the stored state, deciding claims in
+      // Postgres this time. Another process is then changing the same claims: the lane's
+      // writes decide them in Postgres for a while, rather than be refused again.
+      for (let attempt = 0; ; attempt++) {
+        try {
+          const inStorage = attempt > 0 || performance.now() < this.claimsInStorageUntil
+          return await this.compute(primary, names, origin, entries, acquire, fn, inStorage)
+        } catch (error) {
+          if (!(error instanceof ClaimMoved) || attempt >= CLAIM_RETRIES) throw error
+          this.claimsInStorageUntil = performance.now() + CLAIMS_IN_STORAGE_MS
+        }
+      }
     } finally {
       this.active -= 1
       for (const entry of entries.values()) this.services.registry.release(entry)
@@ -160,6 +180,7 @@ export class OrgLane {
     entries: ReadonlyMap<string, DocEntry>,
     acquire: (name: string) => Promise<DocEntry>,
     fn: (scope: WriteScope) => Promise<T>,
+    claimsInStorage = false,
   ): Promise<T> {
     await this.gate.write()
     const write = this.begin(origin)
@@ -177,6 +198,7 @@ export class OrgLane {
           marker: write.marker,
           pendingArchived: () => this.people.archivedAll(),
           earlierCommitted: () => this.earlierCommitted(write),
+          claimsInStorage,
         })
         write.scope = scope
         const value = await insideWrite.run(this, () => fn(scope))
@@ -234,6 +256,7 @@ export class OrgLane {
     if (await write.previous) return
     // A 503 when the database was away, which says nothing was written.
     const cause = this.lastFailure
+    if (isClaimMoved(cause)) throw new ClaimMoved()
     if (isConnectionError(cause)) throw new StorageUnavailable(cause)
     const rebased = rebasedDocOf(cause)
     if (rebased) throw documentRebased(rebased)
@@ -274,6 +297,7 @@ export class OrgLane {
       changes: scope.changes,
       ops: scope.ops,
       events: staged,
+      claims: scope.claims,
     }
     // People's edits made before this write are stored ahead of it (it may build on them).
     write.people = this.people.take()
@@ -356,6 +380,7 @@ export class OrgLane {
     }
     const { stored, refused } = await batch.stored
     this.settlePeople(write, peopleAt < stored)
+    if (index >= stored && refused === 'claim') throw new ClaimMoved()
     if (index === stored)
       throw refused === 'idempotency' ? new IdempotencyTakenOver() : new KeyRefused()
     if (index > stored) {
@@ -368,7 +393,9 @@ export class OrgLane {
    * took people's edits, the writes built on it fail too and the documents are recovered
    * (evicted, reloaded from storage). Returns what to throw.
    */
-  private async failed(write: LaneWrite, error: unknown): Promise<unknown> {
+  private async failed(write: LaneWrite, failure: unknown): Promise<unknown> {
+    // Stored alone, a claim decision that no longer held raised CB423.
+    const error = isClaimMoved(failure) ? new ClaimMoved() : failure
     this.observeCommit(write, 'failed')
     for (const f of write.scope?.failure.reverse() ?? []) f()
     const rebased = rebasedDocOf(error)

@@ -3,7 +3,7 @@ import type { Queryable } from '../../persistence/types.ts'
 import type { ChangeKind, DomainEvent } from './events.ts'
 import type { WriteOrigin } from './origins.ts'
 import type { PendingArchived } from './pending-edits.ts'
-import type { IdempotentWrite, RowOp } from './write-record.ts'
+import type { ClaimCheck, IdempotentWrite, RowOp } from './write-record.ts'
 
 /** What a write's callback works with. Everything in it commits together or not at all. */
 export interface WriteScope {
@@ -66,6 +66,17 @@ export interface WriteScope {
    * result, so this may be called as the callback returns; a later call replaces an earlier.
    */
   idempotent(entry: IdempotentWrite): void
+  /**
+   * A claim decision made from the documents in memory, checked and stored with the write
+   * (ClaimCheck): the write keeps its place in group commit, and is computed again if the
+   * decision no longer holds when it is stored.
+   */
+  checkClaim(check: ClaimCheck): void
+  /**
+   * True when this write is computed again because a claim decision of its batch no longer
+   * held: claims are then decided in Postgres, inside the write's transaction.
+   */
+  readonly claimsInStorage: boolean
 }
 
 /**
@@ -84,6 +95,8 @@ export class WriteCollector implements WriteScope {
   readonly failure: (() => void)[] = []
   readonly appended: { doc: string; update: Uint8Array; generation: 0; unloaded: true }[] = []
   idempotency: IdempotentWrite | undefined
+  readonly claims: ClaimCheck[] = []
+  readonly claimsInStorage: boolean
   /** The callback queried the transaction: it cannot join a batch (group commit). */
   queried = false
   private readonly main: Y.Doc | undefined
@@ -103,6 +116,7 @@ export class WriteCollector implements WriteScope {
     marker: object
     pendingArchived: () => ReadonlyMap<string, PendingArchived>
     earlierCommitted: () => Promise<void>
+    claimsInStorage?: boolean
   }) {
     const { tx } = options
     this.tx = {
@@ -117,6 +131,7 @@ export class WriteCollector implements WriteScope {
     this.marker = options.marker
     this.pending = options.pendingArchived
     this.earlier = options.earlierCommitted
+    this.claimsInStorage = options.claimsInStorage ?? false
   }
 
   get doc(): Y.Doc {
@@ -189,5 +204,9 @@ export class WriteCollector implements WriteScope {
 
   idempotent(entry: IdempotentWrite): void {
     this.idempotency = entry
+  }
+
+  checkClaim(check: ClaimCheck): void {
+    this.claims.push(check)
   }
 }
