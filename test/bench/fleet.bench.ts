@@ -87,6 +87,10 @@ async function fleetRun(processes: 1 | 2, log: (l: string) => void): Promise<voi
     REDIS_PREFIX: `cb-fleet-${randomBytes(6).toString('hex')}`,
     RATE_LIMIT_PER_KEY: '100000000',
     LOG_LEVEL: process.env.BENCH_SERVER_LOG ?? 'error',
+    // e.g. --cpu-prof --cpu-prof-dir=/tmp/prof: where the servers spend their time.
+    ...(process.env.BENCH_SERVER_NODE_OPTIONS
+      ? { NODE_OPTIONS: process.env.BENCH_SERVER_NODE_OPTIONS }
+      : {}),
   }
   const servers = [await startProcess(env)]
   if (processes === 2) servers.push(await startProcess(env))
