@@ -164,6 +164,11 @@ export class OrgLane {
           return await this.compute(primary, names, origin, entries, acquire, fn, inStorage)
         } catch (error) {
           if (!(error instanceof ClaimMoved) || attempt >= CLAIM_RETRIES) throw error
+          if (performance.now() >= this.claimsInStorageUntil) {
+            this.services.log.info(
+              `a claim of ${this.orgId} changed on another process: its writes decide claims in Postgres for ${CLAIMS_IN_STORAGE_MS} ms`,
+            )
+          }
           this.claimsInStorageUntil = performance.now() + CLAIMS_IN_STORAGE_MS
         }
       }

@@ -47,6 +47,22 @@ async function race(
   return { latency: stats(samples), count: ids.length, ms: performance.now() - t0, ids }
 }
 
+/** 503s answered (nothing written, Retry-After): the call is sent again, as agents do. */
+let unavailable = 0
+
+/** Calls and insists on 200, sending the call again after a 503. */
+async function ok(agent: Agent, action: string, params: unknown): Promise<any> {
+  for (;;) {
+    const reply = await agent.call(action, params)
+    if (reply.status === 200) return reply.body
+    if (reply.status !== 503) {
+      throw new Error(`${action} → ${reply.status} ${JSON.stringify(reply.body)}`)
+    }
+    unavailable += 1
+    await new Promise((r) => setTimeout(r, 50))
+  }
+}
+
 const perSecond = (r: Race) => (r.count / r.ms) * 1000
 const f = (x: number) => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2))
 
@@ -125,7 +141,7 @@ async function fleetRun(processes: 1 | 2, log: (l: string) => void): Promise<voi
       if (n >= 2 * CARDS) return null
       const r = agents[i] as { agent: Agent; name: string }
       const priority = levels[n % levels.length]
-      const { task } = await r.agent.ok('create_task', {
+      const { task } = await ok(r.agent, 'create_task', {
         columnId: n % 2 === 0 ? backlog : ready,
         title: `fleet ${n}`,
         ...(priority ? { priority } : {}),
@@ -137,7 +153,7 @@ async function fleetRun(processes: 1 | 2, log: (l: string) => void): Promise<voi
 
     const next = await race(AGENTS, async (i) => {
       const r = agents[i] as { agent: Agent; name: string }
-      const got = await r.agent.ok('claim_next', { agentName: r.name, role: 'ready' })
+      const got = await ok(r.agent, 'claim_next', { agentName: r.name, role: 'ready' })
       return got.task ? (got.task.id as string) : null
     })
     if (next.count !== CARDS || new Set(next.ids).size !== CARDS) {
@@ -150,10 +166,15 @@ async function fleetRun(processes: 1 | 2, log: (l: string) => void): Promise<voi
       const taskId = shares[i]?.shift()
       if (taskId === undefined) return null
       const r = agents[i] as { agent: Agent; name: string }
-      await r.agent.ok('claim_task', { taskId, agentName: r.name })
+      await ok(r.agent, 'claim_task', { taskId, agentName: r.name })
       return taskId
     })
     log(report('claim_task of known, distinct cards', claim, bare))
+    const count = (re: RegExp) => servers.map((s) => s.output().match(re)?.length ?? 0).join(' + ')
+    log(
+      `503s answered and sent again: ${unavailable}; with BENCH_SERVER_LOG=info, claims overtaken by another process: ${count(/decide claims in Postgres for/g)}, lock timeouts: ${count(/lock timeout/g)}`,
+    )
+    unavailable = 0
   } catch (error) {
     for (const [i, s] of servers.entries()) log(`process ${i}: ${s.output().slice(-2000)}`)
     throw error
@@ -163,8 +184,9 @@ async function fleetRun(processes: 1 | 2, log: (l: string) => void): Promise<voi
   }
 }
 
-/** `npm run bench -- fleet`: one process, then two (BENCH_FLEET_PROCESSES=1 for one only). */
+/** `npm run bench -- fleet`: one process, then two (BENCH_FLEET_PROCESSES=1 or 2 for one run). */
 export async function run(log: (line: string) => void): Promise<void> {
-  await fleetRun(1, log)
-  if (process.env.BENCH_FLEET_PROCESSES !== '1') await fleetRun(2, log)
+  const only = process.env.BENCH_FLEET_PROCESSES
+  if (only !== '2') await fleetRun(1, log)
+  if (only !== '1') await fleetRun(2, log)
 }
