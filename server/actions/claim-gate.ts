@@ -120,7 +120,7 @@ export function claimGate<N extends ActionName>(
         return
       }
     }
-    await w.earlierCommitted()
+    await w.beforeClaimLocks()
     const what = await cards(w, ctx.orgId, input)
     await claimLock(w.tx, ctx.orgId, ctx.actor, what, now)
   }

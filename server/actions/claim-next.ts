@@ -112,7 +112,7 @@ export async function claim_next(
     }
     const ids = candidates(view, input).map((t) => t.id)
     if (ids.length === 0) return NOTHING
-    await w.earlierCommitted()
+    await w.beforeClaimLocks()
     const [picked] = await w.tx.query<{ id: string | null }>(
       'select claim_candidate($1, $2, $3::text[], $4::timestamptz) as id',
       [CLAIM_LOCK_SPACE, ctx.orgId, ids, new Date(now).toISOString()],

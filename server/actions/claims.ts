@@ -79,7 +79,7 @@ function leaseWrite(
     }
     // Claim locks are taken after the lane's earlier writes committed: one of them may be
     // a batch waiting for the same lock.
-    await w.earlierCommitted()
+    await w.beforeClaimLocks()
     await requireCardOf(ctx, w, input.taskId)
     const row = await lease(w.tx, r)
     return { claim: project(w, row, now) }
@@ -116,7 +116,7 @@ export async function release_task(
       project(w, row, now)
       return { taskId: input.taskId, released: true }
     }
-    await w.earlierCommitted()
+    await w.beforeClaimLocks()
     await requireCardOf(ctx, w, input.taskId)
     const row = await releaseClaim(w.tx, {
       orgId: ctx.orgId,

@@ -41,6 +41,12 @@ export interface LaneServices {
   metrics?: Metrics | undefined
   /** How long people's edits wait to be stored together when no write takes them (ms). */
   peopleFlushMs?: number | undefined
+  /**
+   * Whether writes decide claims of cards on the board from the board document, checked by
+   * the batch (claims/batch.ts): when no other process shares the organisation (no Redis).
+   * Scaled out, claims are decided in Postgres inside each write's transaction.
+   */
+  claimsInMemory?: boolean | undefined
 }
 
 /** One write in flight in its lane, from the gate to its commit. */
@@ -160,7 +166,10 @@ export class OrgLane {
       // writes decide them in Postgres for a while, rather than be refused again.
       for (let attempt = 0; ; attempt++) {
         try {
-          const inStorage = attempt > 0 || performance.now() < this.claimsInStorageUntil
+          const inStorage =
+            this.services.claimsInMemory === false ||
+            attempt > 0 ||
+            performance.now() < this.claimsInStorageUntil
           return await this.compute(primary, names, origin, entries, acquire, fn, inStorage)
         } catch (error) {
           if (!(error instanceof ClaimMoved) || attempt >= CLAIM_RETRIES) throw error
@@ -204,6 +213,7 @@ export class OrgLane {
           pendingArchived: () => this.people.archivedAll(),
           earlierCommitted: () => this.earlierCommitted(write),
           claimsInStorage,
+          batchesLockClaims: this.services.claimsInMemory !== false,
         })
         write.scope = scope
         const value = await insideWrite.run(this, () => fn(scope))

@@ -77,6 +77,11 @@ export interface WriteScope {
    * held: claims are then decided in Postgres, inside the write's transaction.
    */
   readonly claimsInStorage: boolean
+  /**
+   * Called before the write's transaction takes claim locks itself: waits for the lane's
+   * earlier writes when a batch of them may be holding claim locks (claims decided in memory).
+   */
+  beforeClaimLocks(): Promise<void>
 }
 
 /**
@@ -97,6 +102,7 @@ export class WriteCollector implements WriteScope {
   idempotency: IdempotentWrite | undefined
   readonly claims: ClaimCheck[] = []
   readonly claimsInStorage: boolean
+  private readonly batchesLockClaims: boolean
   /** The callback queried the transaction: it cannot join a batch (group commit). */
   queried = false
   private readonly main: Y.Doc | undefined
@@ -117,6 +123,7 @@ export class WriteCollector implements WriteScope {
     pendingArchived: () => ReadonlyMap<string, PendingArchived>
     earlierCommitted: () => Promise<void>
     claimsInStorage?: boolean
+    batchesLockClaims?: boolean
   }) {
     const { tx } = options
     this.tx = {
@@ -132,6 +139,7 @@ export class WriteCollector implements WriteScope {
     this.pending = options.pendingArchived
     this.earlier = options.earlierCommitted
     this.claimsInStorage = options.claimsInStorage ?? false
+    this.batchesLockClaims = options.batchesLockClaims ?? true
   }
 
   get doc(): Y.Doc {
@@ -208,5 +216,9 @@ export class WriteCollector implements WriteScope {
 
   checkClaim(check: ClaimCheck): void {
     this.claims.push(check)
+  }
+
+  beforeClaimLocks(): Promise<void> {
+    return this.batchesLockClaims ? this.earlier() : Promise.resolve()
   }
 }

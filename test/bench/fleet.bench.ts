@@ -176,7 +176,10 @@ async function fleetRun(processes: 1 | 2, log: (l: string) => void): Promise<voi
     )
     unavailable = 0
   } catch (error) {
-    for (const [i, s] of servers.entries()) log(`process ${i}: ${s.output().slice(-2000)}`)
+    for (const [i, s] of servers.entries()) {
+      log(`process ${i} (exit ${s.child.exitCode}): ${s.stderr().slice(-3000)}`)
+      log(`process ${i} output: ${s.output().slice(-2000)}`)
+    }
     throw error
   } finally {
     for (const s of servers) await s.stop()
