@@ -205,6 +205,9 @@ describe.each(STORAGES)('claims under a fleet’s mixed load, one process (%s)',
   }, 240_000)
 })
 
+// Known to fail on the last check, before issue 28's change as after (its claims are decided
+// in Postgres when scaled out): a live copy ends without a claim Postgres holds (one of ~40),
+// with documents re-based by the other process during the race.
 describe('claims under a fleet’s mixed load, two processes sharing Postgres and Redis', () => {
   const service = scaledOut()
 
