@@ -7,6 +7,7 @@ import {
 } from '../../shared/actions.ts'
 import { BoardView } from '../board/board-view.ts'
 import { archivedInColumn } from '../board/history.ts'
+import { claimCheck, liveInDoc } from '../claims/batch.ts'
 import { type Actor, heldByOther, isSameActor, lockLiveClaims } from '../claims/locks.ts'
 import { conflict } from '../errors.ts'
 import type { WriteScope } from '../live/write-scope.ts'
@@ -102,7 +103,25 @@ export function claimGate<N extends ActionName>(
     input: ActionInput<N>,
   ) => Promise<Touched>
   return async (w, ctx) => {
+    const now = ctx.clock.now()
+    if (action !== 'delete_column' && !w.claimsInStorage) {
+      // Cards on the board whose document shows no one else's live claim pass here, and the
+      // batch checks it under their claim locks (claims/batch.ts). Anything else, a refusal
+      // included, is decided in Postgres.
+      const { taskIds } = await cards(w, ctx.orgId, input)
+      const view = new BoardView(w.doc)
+      const seen = taskIds.map((id) => ({
+        id,
+        on: view.hasTask(id),
+        live: liveInDoc(w.doc, ctx.orgId, id, now),
+      }))
+      if (seen.every((s) => s.on && (!s.live || isSameActor(s.live, ctx.actor)))) {
+        for (const s of seen) w.checkClaim(claimCheck(s.id, s.live, now))
+        return
+      }
+    }
+    await w.beforeClaimLocks()
     const what = await cards(w, ctx.orgId, input)
-    await claimLock(w.tx, ctx.orgId, ctx.actor, what, ctx.clock.now())
+    await claimLock(w.tx, ctx.orgId, ctx.actor, what, now)
   }
 }

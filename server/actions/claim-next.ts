@@ -1,17 +1,31 @@
 import type { ActionInput, ActionResults } from '../../shared/actions.ts'
 import type { StoredTask } from '../../shared/board-doc.ts'
+import type { StoredClaim } from '../../shared/claims.ts'
 import { priorityRank } from '../../shared/priority.ts'
 import { BoardView } from '../board/board-view.ts'
+import { claimCheck, claimInDoc } from '../claims/batch.ts'
 import { CLAIM_LOCK_SPACE } from '../claims/locks.ts'
-import { newClaim } from '../claims/store.ts'
+import { createdRow, newClaim } from '../claims/store.ts'
 import { badRequest } from '../errors.ts'
 import { project } from './claims.ts'
 import type { ActionContext } from './context.ts'
 
 const NOTHING = { task: null, claim: null }
 
-/** The cards claim_next may hand out, best first (see the schema). */
-export function candidates(view: BoardView, input: ActionInput<'claim_next'>): StoredTask[] {
+interface Keyed {
+  t: StoredTask
+  rank: number
+  column: number
+}
+
+const better = (a: Keyed, b: Keyed) =>
+  a.rank - b.rank ||
+  a.column - b.column ||
+  a.t.position - b.t.position ||
+  a.t.id.localeCompare(b.t.id)
+
+/** The cards claim_next may hand out, in no order, with what orders them (see the schema). */
+function eligible(view: BoardView, input: ActionInput<'claim_next'>): Keyed[] {
   const { columnId, projectId, role, type } = input
   if (projectId !== undefined && !view.projects.has(projectId)) {
     throw badRequest(`projectId ${projectId} is not a project of this organisation`)
@@ -20,34 +34,48 @@ export function candidates(view: BoardView, input: ActionInput<'claim_next'>): S
     throw badRequest(`columnId ${columnId} is not a column of this organisation`)
   }
   const tag = input.tag?.trim().toLowerCase()
-  const order = new Map(view.sortedColumns().map((c, i) => [c.id, i]))
-  const roleOf = (t: StoredTask) => view.columns.get(t.columnId)?.role ?? null
-  const keyed = view
-    .storedTasks()
-    .filter(
-      (t) =>
-        (columnId === undefined || t.columnId === columnId) &&
-        (projectId === undefined || t.projectId === projectId) &&
-        // Done work is not work to pick up: a released done card would come straight back.
-        (role === undefined ? roleOf(t) !== 'done' : roleOf(t) === role) &&
-        (type === undefined || t.type === type) &&
-        (tag === undefined || t.tags.some((x) => x.toLowerCase() === tag)) &&
-        view.claimOf(t.id)?.isLive !== true &&
-        !view.blocked(t),
-    )
-    .map((t) => ({
+  const columns = new Map(
+    view.sortedColumns().map((c, i) => [c.id, { order: i, role: c.role ?? null }]),
+  )
+  const claims = view.maps.claims
+  const { now } = view
+  const out: Keyed[] = []
+  for (const t of view.storedTasks()) {
+    const column = columns.get(t.columnId)
+    const columnRole = column?.role ?? null
+    if (columnId !== undefined && t.columnId !== columnId) continue
+    if (projectId !== undefined && t.projectId !== projectId) continue
+    // Done work is not work to pick up: a released done card would come straight back.
+    if (role === undefined ? columnRole === 'done' : columnRole !== role) continue
+    if (type !== undefined && t.type !== type) continue
+    if (tag !== undefined && !t.tags.some((x) => x.toLowerCase() === tag)) continue
+    const claim = claims.get(t.id) as StoredClaim | undefined
+    if (claim && (claim.releasedAt ?? null) === null && Date.parse(claim.expiresAt) > now) continue
+    if (view.blocked(t)) continue
+    out.push({
       t,
       rank: priorityRank(view.effectivePriority(t)),
-      column: order.get(t.columnId) ?? Number.MAX_SAFE_INTEGER,
-    }))
-  keyed.sort(
-    (a, b) =>
-      a.rank - b.rank ||
-      a.column - b.column ||
-      a.t.position - b.t.position ||
-      a.t.id.localeCompare(b.t.id),
-  )
-  return keyed.map((k) => k.t)
+      column: column?.order ?? Number.MAX_SAFE_INTEGER,
+    })
+  }
+  return out
+}
+
+/** The cards claim_next may hand out, best first (see the schema). */
+export function candidates(view: BoardView, input: ActionInput<'claim_next'>): StoredTask[] {
+  return eligible(view, input)
+    .sort(better)
+    .map((k) => k.t)
+}
+
+/** The best card claim_next may hand out, found without ordering them all. */
+export function bestCandidate(
+  view: BoardView,
+  input: ActionInput<'claim_next'>,
+): StoredTask | undefined {
+  let best: Keyed | undefined
+  for (const k of eligible(view, input)) if (!best || better(k, best) < 0) best = k
+  return best?.t
 }
 
 /**
@@ -63,22 +91,35 @@ export async function claim_next(
   return ctx.writeBoard(async (w) => {
     const now = ctx.clock.now()
     const view = new BoardView(w.doc, now)
+    const r = {
+      orgId: ctx.orgId,
+      actor: ctx.actor,
+      note: input.note,
+      now,
+      leaseMs: ctx.config.claimLeaseSeconds * 1000,
+    }
+    if (!w.claimsInStorage) {
+      // The best card the document shows free, checked by the batch under its claim lock
+      // (claims/batch.ts): the writes computed one after another each see the claims made
+      // before them, so k agents waiting get k cards, in order, in one statement.
+      const taskId = bestCandidate(view, input)?.id
+      if (taskId === undefined) return NOTHING
+      const row = createdRow({ ...r, taskId })
+      w.checkClaim(claimCheck(taskId, claimInDoc(w.doc, ctx.orgId, taskId), now, row))
+      const claim = project(w, row, now)
+      const after = new BoardView(w.doc, now)
+      return { task: after.present(after.requireTask(taskId)), claim }
+    }
     const ids = candidates(view, input).map((t) => t.id)
     if (ids.length === 0) return NOTHING
+    await w.beforeClaimLocks()
     const [picked] = await w.tx.query<{ id: string | null }>(
       'select claim_candidate($1, $2, $3::text[], $4::timestamptz) as id',
       [CLAIM_LOCK_SPACE, ctx.orgId, ids, new Date(now).toISOString()],
     )
     const taskId = picked?.id
     if (!taskId) return NOTHING
-    const row = newClaim(w.tx, {
-      orgId: ctx.orgId,
-      taskId,
-      actor: ctx.actor,
-      note: input.note,
-      now,
-      leaseMs: ctx.config.claimLeaseSeconds * 1000,
-    })
+    const row = newClaim(w.tx, { ...r, taskId })
     const claim = project(w, row, now)
     const after = new BoardView(w.doc, now)
     return { task: after.present(after.requireTask(taskId)), claim }

@@ -3,8 +3,21 @@ import { boardMaps } from '../../shared/board-doc.ts'
 import type { ClaimRecord } from '../../shared/records.ts'
 import { BoardView } from '../board/board-view.ts'
 import { requireCard } from '../board/history.ts'
-import { type ClaimRow, claimRecordFromRow, storedClaimFromRow } from '../claims/locks.ts'
-import { acquireClaim, heartbeatClaim, releaseClaim } from '../claims/store.ts'
+import { claimCheck, liveInDoc } from '../claims/batch.ts'
+import {
+  type ClaimRow,
+  claimRecordFromRow,
+  isSameActor,
+  storedClaimFromRow,
+} from '../claims/locks.ts'
+import {
+  acquireClaim,
+  type ClaimRequest,
+  createdRow,
+  heartbeatClaim,
+  releaseClaim,
+  renewedRow,
+} from '../claims/store.ts'
 import type { WriteScope } from '../live/write-scope.ts'
 import type { ActionContext } from './context.ts'
 
@@ -27,6 +40,19 @@ async function requireCardOf(ctx: ActionContext, w: WriteScope, taskId: string):
   await requireCard(w.tx, new BoardView(w.doc), ctx.orgId, taskId, w.pendingArchivedAll())
 }
 
+/**
+ * The live claim the board document shows on a card on the board, decided in memory
+ * (claims/batch.ts); null when the decision is Postgres's: the card is not on the board
+ * (archived, or made a moment ago on another process), or the write is computed again.
+ */
+function inMemory(w: WriteScope, ctx: ActionContext, taskId: string, now: number) {
+  if (w.claimsInStorage || !new BoardView(w.doc).hasTask(taskId)) return null
+  const live = liveInDoc(w.doc, ctx.orgId, taskId, now)
+  // Someone else's, as far as the document knows: the gate found otherwise in Postgres.
+  if (live && !isSameActor(live, ctx.actor)) return null
+  return { live }
+}
+
 /** claim_task and heartbeat_task: take or extend the lease with `lease`, then project it. */
 function leaseWrite(
   ctx: ActionContext,
@@ -34,16 +60,28 @@ function leaseWrite(
   lease: typeof acquireClaim,
 ) {
   return ctx.writeBoard(async (w) => {
-    await requireCardOf(ctx, w, input.taskId)
     const now = ctx.clock.now()
-    const row = await lease(w.tx, {
+    const r: ClaimRequest = {
       orgId: ctx.orgId,
       taskId: input.taskId,
       actor: ctx.actor,
       note: input.note,
       now,
       leaseMs: ctx.config.claimLeaseSeconds * 1000,
-    })
+    }
+    // The gate passed: a live claim here is the caller's own. A heartbeat with nothing live
+    // to renew is refused by Postgres, not by a document that may not have heard yet.
+    const seen = inMemory(w, ctx, input.taskId, now)
+    if (seen && (seen.live || lease === acquireClaim)) {
+      const row = seen.live ? renewedRow(seen.live, r) : createdRow(r)
+      w.checkClaim(claimCheck(input.taskId, seen.live, now, row))
+      return { claim: project(w, row, now) }
+    }
+    // Claim locks are taken after the lane's earlier writes committed: one of them may be
+    // a batch waiting for the same lock.
+    await w.beforeClaimLocks()
+    await requireCardOf(ctx, w, input.taskId)
+    const row = await lease(w.tx, r)
     return { claim: project(w, row, now) }
   })
 }
@@ -70,8 +108,16 @@ export async function release_task(
   input: ActionInput<'release_task'>,
 ): Promise<ActionResults['release_task']> {
   return ctx.writeBoard(async (w) => {
-    await requireCardOf(ctx, w, input.taskId)
     const now = ctx.clock.now()
+    const seen = inMemory(w, ctx, input.taskId, now)?.live
+    if (seen) {
+      const row: ClaimRow = { ...seen, released_at: new Date(now), updated_at: new Date(now) }
+      w.checkClaim(claimCheck(input.taskId, seen, now, row))
+      project(w, row, now)
+      return { taskId: input.taskId, released: true }
+    }
+    await w.beforeClaimLocks()
+    await requireCardOf(ctx, w, input.taskId)
     const row = await releaseClaim(w.tx, {
       orgId: ctx.orgId,
       taskId: input.taskId,

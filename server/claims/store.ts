@@ -49,14 +49,19 @@ function pipelined(tx: Queryable, text: string, params: readonly unknown[]): voi
   void tx.query(text, params).catch(() => {})
 }
 
-/** The live holder's lease renewed from `now` (and its note replaced when one is sent). */
-function renew(tx: Queryable, row: ClaimRow, r: ClaimRequest): ClaimRow {
-  const renewed: ClaimRow = {
+/** The live holder's claim with its lease renewed from `now` (and the note replaced when sent). */
+export function renewedRow(row: ClaimRow, r: ClaimRequest): ClaimRow {
+  return {
     ...row,
     note: r.note ?? row.note,
     updated_at: new Date(r.now),
     expires_at: new Date(r.now + r.leaseMs),
   }
+}
+
+/** The live holder's lease renewed from `now` (and its note replaced when one is sent). */
+function renew(tx: Queryable, row: ClaimRow, r: ClaimRequest): ClaimRow {
+  const renewed = renewedRow(row, r)
   pipelined(
     tx,
     'update claims set note = $2, updated_at = $3, expires_at = $4 where task_id = $1',
@@ -81,22 +86,8 @@ export async function acquireClaim(tx: Queryable, r: ClaimRequest): Promise<Clai
  * holds no live claim (claim_task's free case; claim_next's pick).
  */
 export function newClaim(tx: Queryable, r: ClaimRequest): ClaimRow {
-  const id = r.actor.identity
-  const now = new Date(r.now)
-  const created: ClaimRow = {
-    task_id: r.taskId,
-    org_id: r.orgId,
-    key_id: r.actor.keyId,
-    agent_name: id.agentName ?? null,
-    house: id.house ?? null,
-    generation: id.generation ?? null,
-    is_sub_child: id.isSubChild ?? false,
-    note: r.note ?? null,
-    started_at: now,
-    updated_at: now,
-    expires_at: new Date(r.now + r.leaseMs),
-    released_at: null,
-  }
+  const created = createdRow(r)
+  const now = created.started_at
   pipelined(
     tx,
     `insert into claims (task_id, org_id, key_id, agent_name, house, generation, is_sub_child,
@@ -122,6 +113,26 @@ export function newClaim(tx: Queryable, r: ClaimRequest): ClaimRow {
     ],
   )
   return created
+}
+
+/** A new claim of this actor on the card, from `now` for the lease. */
+export function createdRow(r: ClaimRequest): ClaimRow {
+  const id = r.actor.identity
+  const now = new Date(r.now)
+  return {
+    task_id: r.taskId,
+    org_id: r.orgId,
+    key_id: r.actor.keyId,
+    agent_name: id.agentName ?? null,
+    house: id.house ?? null,
+    generation: id.generation ?? null,
+    is_sub_child: id.isSubChild ?? false,
+    note: r.note ?? null,
+    started_at: now,
+    updated_at: now,
+    expires_at: new Date(r.now + r.leaseMs),
+    released_at: null,
+  }
 }
 
 /**

@@ -20,7 +20,9 @@ import { type WriteOrigin, type WriteTransactionOrigin, writeTransaction } from 
 import { PeoplePending, type TakenPeople } from './pending-edits.ts'
 import {
   asKeyRefused,
+  ClaimMoved,
   IdempotencyTakenOver,
+  isClaimMoved,
   KeyRefused,
   keyRevoked,
   rebasedDocOf,
@@ -40,6 +42,12 @@ export interface LaneServices {
   metrics?: Metrics | undefined
   /** How long people's edits wait to be stored together when no write takes them (ms). */
   peopleFlushMs?: number | undefined
+  /**
+   * Whether writes decide claims of cards on the board from the board document, checked by
+   * the batch (claims/batch.ts): when no other process shares the organisation (no Redis).
+   * Scaled out, claims are decided in Postgres inside each write's transaction.
+   */
+  claimsInMemory?: boolean | undefined
 }
 
 /** One write in flight in its lane, from the gate to its commit. */
@@ -65,6 +73,10 @@ interface LaneWrite {
   commitAt: number | undefined
 }
 
+/** How many times a write refused for a claim decision (ClaimMoved) is computed again. */
+const CLAIM_RETRIES = 10
+/** How long a lane's writes decide claims in Postgres after one was refused (ms). */
+const CLAIMS_IN_STORAGE_MS = 1_000
 /** How long people's edits wait to be stored together when no write comes to take them. */
 const PEOPLE_FLUSH_MS = 50
 /** How long a failed attempt to store people's edits waits before the next. */
@@ -113,6 +125,8 @@ export class OrgLane {
 
   /** Writes and reads under way, from their first step (loading documents, before the gate). */
   private active = 0
+  /** Until when (performance.now()) writes decide claims in Postgres, after a ClaimMoved. */
+  private claimsInStorageUntil = 0
 
   /** True when nothing is pending, running or waiting: the lane can be forgotten. */
   get idle(): boolean {
@@ -147,7 +161,27 @@ export class OrgLane {
     try {
       // Loaded before the gate: a load waits on storage, and nobody should wait meanwhile.
       for (const name of names) await acquire(name)
-      return await this.compute(primary, names, origin, entries, acquire, fn)
+      // A write refused because a claim decision of its batch no longer held (or built on
+      // one) stored nothing: it is computed again on the stored state, deciding claims in
+      // Postgres this time. Another process is then changing the same claims: the lane's
+      // writes decide them in Postgres for a while, rather than be refused again.
+      for (let attempt = 0; ; attempt++) {
+        try {
+          const inStorage =
+            this.services.claimsInMemory === false ||
+            attempt > 0 ||
+            performance.now() < this.claimsInStorageUntil
+          return await this.compute(primary, names, origin, entries, acquire, fn, inStorage)
+        } catch (error) {
+          if (!(error instanceof ClaimMoved) || attempt >= CLAIM_RETRIES) throw error
+          if (performance.now() >= this.claimsInStorageUntil) {
+            this.services.log.info(
+              `a claim of ${this.orgId} changed on another process: its writes decide claims in Postgres for ${CLAIMS_IN_STORAGE_MS} ms`,
+            )
+          }
+          this.claimsInStorageUntil = performance.now() + CLAIMS_IN_STORAGE_MS
+        }
+      }
     } finally {
       this.active -= 1
       for (const entry of entries.values()) this.services.registry.release(entry)
@@ -161,6 +195,7 @@ export class OrgLane {
     entries: ReadonlyMap<string, DocEntry>,
     acquire: (name: string) => Promise<DocEntry>,
     fn: (scope: WriteScope) => Promise<T>,
+    claimsInStorage = false,
   ): Promise<T> {
     await this.gate.write()
     const write = this.begin(origin)
@@ -178,6 +213,8 @@ export class OrgLane {
           marker: write.marker,
           pendingArchived: () => this.people.archivedAll(),
           earlierCommitted: () => this.earlierCommitted(write),
+          claimsInStorage,
+          batchesLockClaims: this.services.claimsInMemory !== false,
         })
         write.scope = scope
         const value = await insideWrite.run(this, () => fn(scope))
@@ -235,6 +272,7 @@ export class OrgLane {
     if (await write.previous) return
     // A 503 when the database was away, which says nothing was written.
     const cause = this.lastFailure
+    if (isClaimMoved(cause)) throw new ClaimMoved()
     if (isConnectionError(cause)) throw new StorageUnavailable(cause)
     const rebased = rebasedDocOf(cause)
     if (rebased) throw documentRebased(rebased)
@@ -275,6 +313,7 @@ export class OrgLane {
       changes: scope.changes,
       ops: [...scope.ops, ...scope.history.ops(historyActor(origin), scope.now, scope.ops)],
       events: staged,
+      claims: scope.claims,
     }
     // People's edits made before this write are stored ahead of it (it may build on them).
     write.people = this.people.take()
@@ -357,6 +396,7 @@ export class OrgLane {
     }
     const { stored, refused } = await batch.stored
     this.settlePeople(write, peopleAt < stored)
+    if (index >= stored && refused === 'claim') throw new ClaimMoved()
     if (index === stored)
       throw refused === 'idempotency' ? new IdempotencyTakenOver() : new KeyRefused()
     if (index > stored) {
@@ -369,7 +409,9 @@ export class OrgLane {
    * took people's edits, the writes built on it fail too and the documents are recovered
    * (evicted, reloaded from storage). Returns what to throw.
    */
-  private async failed(write: LaneWrite, error: unknown): Promise<unknown> {
+  private async failed(write: LaneWrite, failure: unknown): Promise<unknown> {
+    // Stored alone, a claim decision that no longer held raised CB423.
+    const error = isClaimMoved(failure) ? new ClaimMoved() : failure
     this.observeCommit(write, 'failed')
     for (const f of write.scope?.failure.reverse() ?? []) f()
     const rebased = rebasedDocOf(error)

@@ -65,6 +65,8 @@ export class LiveDocs {
   private readonly mapsNoticeDue = new Map<string, NodeJS.Timeout>()
   private readonly db: Db
   private readonly peopleFlushMs: number | undefined
+  /** No other process shares these organisations: claims are decided in memory (lane.ts). */
+  private readonly claimsInMemory: boolean
   private readonly log: Logger
   /** The board held open while a card's document is loaded (its stats live there). */
   private readonly boards = new Map<string, DocEntry>()
@@ -100,6 +102,7 @@ export class LiveDocs {
   }) {
     this.db = options.db
     this.peopleFlushMs = options.peopleFlushMs
+    this.claimsInMemory = options.redis === undefined
     this.log = options.log
     this.metrics = options.metrics
     this.compaction = new Compaction(this.db, this.log)
@@ -231,6 +234,7 @@ export class LiveDocs {
         eventSink: () => this.eventSink,
         metrics: this.metrics,
         peopleFlushMs: this.peopleFlushMs,
+        claimsInMemory: this.claimsInMemory,
       })
       this.lanes.set(orgId, lane)
     }

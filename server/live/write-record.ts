@@ -1,6 +1,7 @@
 import type { Queryable } from '../../persistence/types.ts'
 import type { StoredAttachment, StoredComment } from '../../shared/card-doc.ts'
 import type { TaskStats } from '../../shared/records.ts'
+import { ApiError } from '../errors.ts'
 import type { HistoryOp } from './card-history.ts'
 import type { ChangeKind, StagedEvents } from './events.ts'
 
@@ -61,6 +62,22 @@ export interface IdempotentWrite {
   response: string | null
 }
 
+/**
+ * A claim decision a write made from the board document in memory (server/claims/batch.ts),
+ * checked under the card's claim lock by the statement that stores the write
+ * (persistence/migrations/019_claims_batch.sql): the card's claim is as the decision saw it
+ * (a live claim of `key` started at `started`, or none live at `now`), else the write is
+ * refused (ClaimMoved) and computed again. `row` is the claim row it stores.
+ */
+export interface ClaimCheck {
+  id: string
+  now: string
+  live: boolean
+  key?: string | undefined
+  started?: string | undefined
+  row?: Record<string, unknown> | undefined
+}
+
 /** What one live write records besides its callback's own statements. */
 export interface WriteRecord {
   /** The write's update bytes, per document it changed. */
@@ -79,6 +96,8 @@ export interface WriteRecord {
   changes: readonly { kind: ChangeKind; entityId: string }[]
   ops: readonly RowOp[]
   events: StagedEvents | undefined
+  /** Its claim decisions, checked and stored with it. */
+  claims?: readonly ClaimCheck[] | undefined
 }
 
 /** True when there is nothing to store (a write that found nothing to change). */
@@ -98,11 +117,18 @@ const RECORD = `select stored, refused, delivery_id from record_writes(
   $15::integer[], $16::uuid[], $17::text[], $18::text[], $19::timestamptz[], $20::text[],
   $21::integer[])`
 
+/** The same, for records with claim decisions: checked, then stored by record_writes. */
+const RECORD_CLAIMED = `select stored, refused, delivery_id from record_claimed_writes(
+  $22::text, $1::uuid, $2::boolean, $3::uuid[], $4::uuid[], $5::text[], $6::uuid[], $7::text[],
+  $8::integer[], $9::text[], $10::text[], $11::integer[], $12::text[], $13::uuid[], $14::text,
+  $15::integer[], $16::uuid[], $17::text[], $18::text[], $19::timestamptz[], $20::text[],
+  $21::integer[])`
+
 /**
  * Why record_writes refused a record: its agent key is revoked, or a retry took its
  * Idempotency-Key over.
  */
-export type Refusal = 'key' | 'idempotency'
+export type Refusal = 'key' | 'idempotency' | 'claim'
 
 export interface Recorded {
   /** How many of the records were stored: all but those from the first refused one on. */
@@ -153,6 +179,30 @@ export function asKeyRefused(error: unknown): KeyRefused | undefined {
   return (error as { code?: unknown } | null)?.code === 'CB401' ? new KeyRefused() : undefined
 }
 
+/**
+ * A write whose claim decision no longer held when it was stored (another process changed
+ * the card's claim a moment before), or one computed on top of it: nothing of it was
+ * stored, and the lane computes it again (deciding in Postgres). A 503 to retry if it
+ * ever escapes.
+ */
+export class ClaimMoved extends ApiError {
+  constructor() {
+    super(
+      503,
+      'a claim changed while this write was stored; nothing was written, retry',
+      undefined,
+      {
+        'Retry-After': '1',
+      },
+    )
+  }
+}
+
+/** Whether a failure is a claim decision that no longer held (CB423 when stored alone). */
+export function isClaimMoved(error: unknown): boolean {
+  return error instanceof ClaimMoved || (error as { code?: unknown } | null)?.code === 'CB423'
+}
+
 /** Whether the key is revoked now (or gone). */
 export async function keyRevoked(q: Queryable, keyId: string): Promise<boolean> {
   const rows = await q.query('select 1 from api_keys where id = $1 and revoked_at is null', [keyId])
@@ -161,7 +211,7 @@ export async function keyRevoked(q: Queryable, keyId: string): Promise<boolean> 
 
 function refusal(value: unknown): Refusal | undefined {
   if (value === null || value === undefined) return undefined
-  if (value === 'key' || value === 'idempotency') return value
+  if (value === 'key' || value === 'idempotency' || value === 'claim') return value
   throw new Error(`record_writes gave an unknown refusal: ${String(value)}`)
 }
 
@@ -207,8 +257,10 @@ export async function recordWrites(
     times: string[]
     requestIds: (string | null)[]
   } = { writes: [], ids: [], types: [], payloads: [], times: [], requestIds: [] }
+  const claims: (ClaimCheck & { w: number })[] = []
   for (const [i, r] of records.entries()) {
     const w = i + 1
+    for (const c of r.claims ?? []) claims.push({ ...c, w })
     keys.push(r.keyId ?? null)
     idem.keyIds.push(r.idempotency?.keyId ?? null)
     idem.keys.push(r.idempotency?.key ?? null)
@@ -241,7 +293,7 @@ export async function recordWrites(
     stored: number
     refused: string | null
     delivery_id: string | null
-  }>(RECORD, [
+  }>(claims.length > 0 ? RECORD_CLAIMED : RECORD, [
     target.orgId,
     target.allOrNothing,
     keys,
@@ -263,6 +315,7 @@ export async function recordWrites(
     events.times,
     events.requestIds,
     updates.generations,
+    ...(claims.length > 0 ? [JSON.stringify(claims)] : []),
   ])
   return {
     stored: rows[0]?.stored ?? 0,

@@ -4,7 +4,7 @@ import { HistoryCollector } from './card-history.ts'
 import type { ChangeKind, DomainEvent } from './events.ts'
 import type { WriteOrigin } from './origins.ts'
 import type { PendingArchived } from './pending-edits.ts'
-import type { IdempotentWrite, RowOp } from './write-record.ts'
+import type { ClaimCheck, IdempotentWrite, RowOp } from './write-record.ts'
 
 /** What a write's callback works with. Everything in it commits together or not at all. */
 export interface WriteScope {
@@ -67,6 +67,22 @@ export interface WriteScope {
    * result, so this may be called as the callback returns; a later call replaces an earlier.
    */
   idempotent(entry: IdempotentWrite): void
+  /**
+   * A claim decision made from the documents in memory, checked and stored with the write
+   * (ClaimCheck): the write keeps its place in group commit, and is computed again if the
+   * decision no longer holds when it is stored.
+   */
+  checkClaim(check: ClaimCheck): void
+  /**
+   * True when this write is computed again because a claim decision of its batch no longer
+   * held: claims are then decided in Postgres, inside the write's transaction.
+   */
+  readonly claimsInStorage: boolean
+  /**
+   * Called before the write's transaction takes claim locks itself: waits for the lane's
+   * earlier writes when a batch of them may be holding claim locks (claims decided in memory).
+   */
+  beforeClaimLocks(): Promise<void>
 }
 
 /**
@@ -87,6 +103,9 @@ export class WriteCollector implements WriteScope {
   idempotency: IdempotentWrite | undefined
   /** What the write did to cards, read off its transactions (card-history.ts). */
   readonly history = new HistoryCollector()
+  readonly claims: ClaimCheck[] = []
+  readonly claimsInStorage: boolean
+  private readonly batchesLockClaims: boolean
   /** The callback queried the transaction: it cannot join a batch (group commit). */
   queried = false
   private readonly main: Y.Doc | undefined
@@ -106,6 +125,8 @@ export class WriteCollector implements WriteScope {
     marker: object
     pendingArchived: () => ReadonlyMap<string, PendingArchived>
     earlierCommitted: () => Promise<void>
+    claimsInStorage?: boolean
+    batchesLockClaims?: boolean
   }) {
     const { tx } = options
     this.tx = {
@@ -120,6 +141,8 @@ export class WriteCollector implements WriteScope {
     this.marker = options.marker
     this.pending = options.pendingArchived
     this.earlier = options.earlierCommitted
+    this.claimsInStorage = options.claimsInStorage ?? false
+    this.batchesLockClaims = options.batchesLockClaims ?? true
   }
 
   get doc(): Y.Doc {
@@ -194,5 +217,13 @@ export class WriteCollector implements WriteScope {
 
   idempotent(entry: IdempotentWrite): void {
     this.idempotency = entry
+  }
+
+  checkClaim(check: ClaimCheck): void {
+    this.claims.push(check)
+  }
+
+  beforeClaimLocks(): Promise<void> {
+    return this.batchesLockClaims ? this.earlier() : Promise.resolve()
   }
 }

@@ -49,6 +49,8 @@ export function cardRoutes(app: AppRouter): void {
     async (_req, { user, org, params: p }) => {
       const taskId = pathId(p, 'taskId')
       const released = await app.context({ user, org }).writeBoard(async (w) => {
+        // Claim locks after the lane's earlier writes: a batch of them may wait for this one.
+        await w.beforeClaimLocks()
         await requireCard(w.tx, new BoardView(w.doc), org.id, taskId, w.pendingArchivedAll())
         const deleted = await deleteClaim(w.tx, taskId)
         if (boardMaps(w.doc).claims.has(taskId)) {
@@ -95,6 +97,7 @@ export function cardRoutes(app: AppRouter): void {
         )
         const store = fileStore(db)
         // Same lock as compaction, so a compaction in flight cannot write a snapshot back.
+        await w.beforeClaimLocks()
         await w.tx.query('select pg_advisory_xact_lock(hashtext($1))', [docName])
         live.forgetDocument(docName)
         await Promise.all([
@@ -143,6 +146,7 @@ export function cardRoutes(app: AppRouter): void {
       const taskId = pathId(p, 'taskId')
       const ctx = app.context({ user, org })
       const task = await ctx.writeBoard(async (w) => {
+        await w.beforeClaimLocks()
         await assertUnclaimed(w.tx, org.id, [taskId], clock.now())
         return editCard(ctx, w, taskId, {
           board: (m) => m.set('projectId', null),
