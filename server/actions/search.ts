@@ -2,7 +2,6 @@ import type { ActionInput, ActionResults } from '../../shared/actions.ts'
 import type { StoredTask } from '../../shared/board-doc.ts'
 import { shownOnCard } from '../../shared/claims.ts'
 import { LIMITS } from '../../shared/constants.ts'
-import type { Task } from '../../shared/records.ts'
 import { summaryOf } from '../board/board-view.ts'
 import { archivedByIds, claimsByIds } from '../board/history.ts'
 import { badRequest } from '../errors.ts'
@@ -64,14 +63,24 @@ export async function search_tasks(
      order by rank desc, h.id`,
     [orgId, query, includeArchived],
   )
-  const archivedIds = ranked.filter((r) => r.archived).map((r) => r.id)
-  const now = ctx.clock.now()
-  const [archived, archivedClaims] = await Promise.all([
-    archivedByIds(ctx.db, orgId, archivedIds, ctx.live.pendingArchived(orgId)),
-    claimsByIds(ctx.db, orgId, archivedIds, now),
-  ])
+  // Archived records are read for every hit only when a filter must look at them; else only
+  // for the page shown (a broad query matches most of a long history).
+  const filtered =
+    input.columnId !== undefined ||
+    input.projectId !== undefined ||
+    input.tag !== undefined ||
+    input.priority !== undefined
+  const pending = ctx.live.pendingArchived(orgId)
+  const archived = filtered
+    ? await archivedByIds(
+        ctx.db,
+        orgId,
+        ranked.filter((r) => r.archived).map((r) => r.id),
+        pending,
+      )
+    : new Map<string, StoredTask>()
   // The filters, on each card as it is now: on the board, or its archived record.
-  const cards = await ctx.readBoard((view) => {
+  const hits = await ctx.readBoard((view) => {
     if (input.projectId !== undefined && !view.projects.has(input.projectId)) {
       throw badRequest(`projectId ${input.projectId} is not a project of this organisation`)
     }
@@ -79,10 +88,14 @@ export async function search_tasks(
       throw badRequest(`columnId ${input.columnId} is not a column of this organisation`)
     }
     const tag = input.tag?.trim().toLowerCase()
-    const out: Task[] = []
+    const out: { id: string; stored: StoredTask | undefined }[] = []
     for (const r of ranked) {
       const stored: StoredTask | undefined = view.storedTask(r.id) ?? archived.get(r.id)
-      if (!stored) continue
+      if (!stored) {
+        // Read with its page, if it is on the one shown.
+        if (!filtered && includeArchived && r.archived) out.push({ id: r.id, stored: undefined })
+        continue
+      }
       if (!includeArchived && stored.archivedAt !== null) continue
       if (input.columnId !== undefined && stored.columnId !== input.columnId) continue
       if (input.projectId !== undefined && stored.projectId !== input.projectId) continue
@@ -93,11 +106,7 @@ export async function search_tasks(
       ) {
         continue
       }
-      out.push(
-        view.hasTask(r.id)
-          ? view.present(stored)
-          : view.present(stored, shownOnCard(archivedClaims.get(r.id))),
-      )
+      out.push({ id: r.id, stored })
     }
     return out
   })
@@ -111,7 +120,30 @@ export async function search_tasks(
     includeArchived,
   ]
   const start = input.cursor === undefined ? 0 : offsetOf(input.cursor, pageQuery)
-  const candidates = cards.slice(start, start + (input.limit ?? LIMITS.searchPage.default))
+  const page = hits.slice(start, start + (input.limit ?? LIMITS.searchPage.default))
+  const unread = page.filter((h) => h.stored === undefined).map((h) => h.id)
+  const offBoard = ranked.filter((r) => r.archived && page.some((h) => h.id === r.id))
+  const now = ctx.clock.now()
+  const [records, archivedClaims] = await Promise.all([
+    archivedByIds(ctx.db, orgId, unread, pending),
+    claimsByIds(
+      ctx.db,
+      orgId,
+      offBoard.map((r) => r.id),
+      now,
+    ),
+  ])
+  const candidates = await ctx.readBoard((view) =>
+    page.flatMap(({ id, stored }) => {
+      const task = stored ?? records.get(id)
+      if (!task) return []
+      return [
+        view.hasTask(id)
+          ? view.present(task)
+          : view.present(task, shownOnCard(archivedClaims.get(id))),
+      ]
+    }),
+  )
   const matches = await matchesOf(
     ctx,
     query,
@@ -127,13 +159,13 @@ export async function search_tasks(
     : tasks.length
   const cut = fitting < tasks.length
   tasks = tasks.slice(0, fitting)
-  const end = start + tasks.length
+  const end = start + (cut ? tasks.length : page.length)
   return {
     tasks,
-    nextCursor: end < cards.length ? encodeCursor(pageQuery, [end]) : null,
+    nextCursor: end < hits.length ? encodeCursor(pageQuery, [end]) : null,
     ...(cut
       ? {
-          note: `Hits ${start + 1}–${end} of ${cards.length} fit the answer budget: call search_tasks with this nextCursor for the next page, or add words or filters to narrow.`,
+          note: `Hits ${start + 1}–${end} of ${hits.length} fit the answer budget: call search_tasks with this nextCursor for the next page, or add words or filters to narrow.`,
         }
       : {}),
   }

@@ -210,6 +210,37 @@ describe.each(STORAGES)('search_tasks (%s)', (kind) => {
     expect(other.body.error).toMatch(/^cursor belongs to a page of other filters/)
   })
 
+  test('pages over archived cards too: includeArchived walks every hit once, each archived one with its archivedAt, with a filter or without', async () => {
+    const batch: string[] = []
+    for (let i = 0; i < 9; i++) {
+      const { task } = await agent.ok('create_task', {
+        columnId: (columns[2] as { id: string }).id,
+        title: `Osprey survey leg ${i}`,
+      })
+      batch.push(task.id)
+      if (i % 2 === 0) await agent.ok('archive_task', { taskId: task.id })
+    }
+    for (const filter of [{}, { columnId: (columns[2] as { id: string }).id }]) {
+      const seen: { id: string; archivedAt: string | null }[] = []
+      let cursor: string | undefined
+      do {
+        const page = await search({
+          query: 'osprey',
+          includeArchived: true,
+          limit: 2,
+          ...filter,
+          ...(cursor ? { cursor } : {}),
+        })
+        seen.push(...page.tasks)
+        cursor = page.nextCursor ?? undefined
+      } while (cursor)
+      expect(seen.map((t) => t.id).sort()).toEqual([...batch].sort())
+      for (const [i, id] of batch.entries()) {
+        expect(seen.find((t) => t.id === id)?.archivedAt !== null).toBe(i % 2 === 0)
+      }
+    }
+  })
+
   test('a query of no words, a blank one or one too long is a 400 naming query', async () => {
     for (const query of ['', '   ', '?!', 'x'.repeat(501)]) {
       const res = await agent.call('search_tasks', { query })
