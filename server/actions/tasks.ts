@@ -277,7 +277,7 @@ export function archive(w: WriteScope, task: StoredTask): void {
 }
 
 /** A new card document's first update: its description. */
-function firstDescription(text: string): Uint8Array {
+export function firstDescription(text: string): Uint8Array {
   const doc = new Y.Doc()
   cardMaps(doc).description.insert(0, text)
   const update = Y.encodeStateAsUpdate(doc)

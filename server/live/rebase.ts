@@ -56,10 +56,7 @@ export async function rebase(services: RebaseServices, docName: string): Promise
   const entry = await registry.acquire(docName)
   let handle: number | undefined
   try {
-    const rows = await db.query<Rows[number]>(
-      'select id::text as id, data from doc_updates where doc_name = $1 order by id',
-      [docName],
-    )
+    const rows = await storedSince(db, docName, '0')
     let lastId = rows.at(-1)?.id ?? '0'
     const built = await compactor.rebuild(
       rows.map((r) => r.data),

@@ -1,12 +1,10 @@
-import * as Y from 'yjs'
-import { type App, createApp } from '../../server/app.ts'
+import { createApp } from '../../server/app.ts'
 import { loadConfig } from '../../server/config.ts'
-import { replay } from '../../server/live/doc-store.ts'
 import { boardDocName } from '../../shared/doc-names.ts'
 import { Agent, connectProvider } from '../support/client.ts'
 import { startProcess } from '../support/service-process.ts'
 import type { StorageKind } from '../support/storage.ts'
-import { benchStorage, rssMb } from './harness.ts'
+import { benchStorage, boardSize, rssMb } from './harness.ts'
 import { type OrgShape, type SeededOrg, seedOrg } from './history-seed.ts'
 import { lightAgent } from './light-client.ts'
 import { line, type Stats, time } from './stats.ts'
@@ -97,22 +95,6 @@ interface Measured {
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0
-
-/** The board document's size as storage holds it now, and how many rows a cold load reads. */
-async function boardSize(app: App, orgId: string): Promise<{ bytes: number; rows: number }> {
-  const rows = await app.db.query<{ data: Uint8Array }>(
-    'select data from doc_updates where doc_name = $1 order by id',
-    [boardDocName(orgId)],
-  )
-  const doc = new Y.Doc()
-  replay(
-    doc,
-    rows.map((r) => r.data),
-  )
-  const bytes = Y.encodeStateAsUpdate(doc).length
-  doc.destroy()
-  return { bytes, rows: rows.length }
-}
 
 /**
  * A process that has been serving for a while (a small organisation's board loaded,

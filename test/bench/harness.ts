@@ -3,6 +3,10 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import postgres from 'postgres'
+import * as Y from 'yjs'
+import type { App } from '../../server/app.ts'
+import { replay } from '../../server/live/doc-store.ts'
+import { boardDocName } from '../../shared/doc-names.ts'
 import { startProcess } from '../support/service-process.ts'
 import type { StorageKind } from '../support/storage.ts'
 import { TEST_DATABASE_URL } from '../support/storage.ts'
@@ -63,4 +67,20 @@ export async function rssMb(pid: number | undefined): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8')
   const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN)
   return kb / 1024
+}
+
+/** The board document's size as storage holds it now, and how many rows a cold load reads. */
+export async function boardSize(app: App, orgId: string): Promise<{ bytes: number; rows: number }> {
+  const rows = await app.db.query<{ data: Uint8Array }>(
+    'select data from doc_updates where doc_name = $1 order by id',
+    [boardDocName(orgId)],
+  )
+  const doc = new Y.Doc()
+  replay(
+    doc,
+    rows.map((r) => r.data),
+  )
+  const bytes = Y.encodeStateAsUpdate(doc).length
+  doc.destroy()
+  return { bytes, rows: rows.length }
 }

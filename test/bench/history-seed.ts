@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import * as Y from 'yjs'
 import { followStats, openCard } from '../../server/actions/cards.ts'
-import { archive } from '../../server/actions/tasks.ts'
+import { archive, firstDescription } from '../../server/actions/tasks.ts'
 import type { App } from '../../server/app.ts'
 import { textOps } from '../../server/board/texts.ts'
 import { storedClaimFromRow } from '../../server/claims/locks.ts'
@@ -57,14 +57,6 @@ function describe(chars: number, seed: number): string {
     out += p % 3 === 2 ? `- ${sentence(8, seed + p)}\n` : `${sentence(24, seed + p)}.\n\n`
   }
   return out.slice(0, chars)
-}
-
-function firstDescription(text: string): Uint8Array {
-  const doc = new Y.Doc()
-  cardMaps(doc).description.insert(0, text)
-  const update = Y.encodeStateAsUpdate(doc)
-  doc.destroy()
-  return update
 }
 
 export async function seedOrg(

@@ -1,11 +1,9 @@
-import * as Y from 'yjs'
-import { type App, createApp } from '../../server/app.ts'
+import { createApp } from '../../server/app.ts'
 import { loadConfig } from '../../server/config.ts'
-import { replay } from '../../server/live/doc-store.ts'
 import type { Rebased } from '../../server/live/rebase.ts'
 import { boardDocName } from '../../shared/doc-names.ts'
 import type { StorageKind } from '../support/storage.ts'
-import { benchStorage } from './harness.ts'
+import { benchStorage, boardSize } from './harness.ts'
 import { type OrgShape, seedOrg } from './history-seed.ts'
 import { lightAgent } from './light-client.ts'
 import { line, type Stats, stats, time } from './stats.ts'
@@ -27,21 +25,6 @@ const SHAPE: OrgShape = {
   claimedArchived: 500,
 }
 const RUNS = Number(process.env.RUNS ?? 7)
-
-async function boardBytes(app: App, orgId: string): Promise<{ bytes: number; rows: number }> {
-  const rows = await app.db.query<{ data: Uint8Array }>(
-    'select data from doc_updates where doc_name = $1 order by id',
-    [boardDocName(orgId)],
-  )
-  const doc = new Y.Doc()
-  replay(
-    doc,
-    rows.map((r) => r.data),
-  )
-  const bytes = Y.encodeStateAsUpdate(doc).length
-  doc.destroy()
-  return { bytes, rows: rows.length }
-}
 
 async function storageRun(kind: StorageKind, log: (l: string) => void): Promise<void> {
   const storage = await benchStorage(kind)
@@ -66,7 +49,7 @@ async function storageRun(kind: StorageKind, log: (l: string) => void): Promise<
     const write = (i: number) => agent.ok('update_task', { taskId: pick(i), title: `Renamed ${i}` })
     const baseline = await time(200, write)
 
-    const before = await boardBytes(app, org.orgId)
+    const before = await boardSize(app, org.orgId)
     const runs: Rebased[] = []
     const during: number[] = []
     let worst = 0
@@ -93,7 +76,7 @@ async function storageRun(kind: StorageKind, log: (l: string) => void): Promise<
         `  re-base ${r + 1}: ${wall.toFixed(0)} ms, writes held ${done.heldMs.toFixed(1)} ms, ${done.carried} edits carried, ${(done.bytesBefore / 1e6).toFixed(2)} → ${(done.bytesAfter / 1e6).toFixed(2)} MB stored`,
       )
       if (r === 0) {
-        const after = await boardBytes(app, org.orgId)
+        const after = await boardSize(app, org.orgId)
         log(
           `  board document: ${(before.bytes / 1e6).toFixed(2)} MB in ${before.rows} rows → ${(after.bytes / 1e6).toFixed(2)} MB in ${after.rows} rows (×${(after.bytes / before.bytes).toFixed(2)})`,
         )
