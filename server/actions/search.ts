@@ -44,72 +44,6 @@ export async function search_tasks(
   const query = tsQueryOf(words)
   const orgId = ctx.orgId
   const includeArchived = input.includeArchived === true
-  const ranked = await ctx.db.query<{
-    id: string
-    rank: number
-    archived: boolean
-  }>(
-    `with q as (select to_tsquery('english', $2) as q)
-     select h.id, max(h.rank) as rank, bool_or(h.archived) as archived from (
-       select t.id, ts_rank(t.search, q.q) as rank, t.archived
-         from task_texts t, q
-        where t.org_id = $1 and t.search @@ q.q and ($3 or not t.archived)
-       union all
-       select c.task_id, ts_rank(c.search, q.q) * 0.5, t.archived
-         from comments c join task_texts t on t.id = c.task_id, q
-        where c.org_id = $1 and c.search @@ q.q and ($3 or not t.archived)
-     ) h
-     group by h.id
-     order by rank desc, h.id`,
-    [orgId, query, includeArchived],
-  )
-  // Archived records are read for every hit only when a filter must look at them; else only
-  // for the page shown (a broad query matches most of a long history).
-  const filtered =
-    input.columnId !== undefined ||
-    input.projectId !== undefined ||
-    input.tag !== undefined ||
-    input.priority !== undefined
-  const pending = ctx.live.pendingArchived(orgId)
-  const archived = filtered
-    ? await archivedByIds(
-        ctx.db,
-        orgId,
-        ranked.filter((r) => r.archived).map((r) => r.id),
-        pending,
-      )
-    : new Map<string, StoredTask>()
-  // The filters, on each card as it is now: on the board, or its archived record.
-  const hits = await ctx.readBoard((view) => {
-    if (input.projectId !== undefined && !view.projects.has(input.projectId)) {
-      throw badRequest(`projectId ${input.projectId} is not a project of this organisation`)
-    }
-    if (input.columnId !== undefined && !view.columns.has(input.columnId)) {
-      throw badRequest(`columnId ${input.columnId} is not a column of this organisation`)
-    }
-    const tag = input.tag?.trim().toLowerCase()
-    const out: { id: string; stored: StoredTask | undefined }[] = []
-    for (const r of ranked) {
-      const stored: StoredTask | undefined = view.storedTask(r.id) ?? archived.get(r.id)
-      if (!stored) {
-        // Read with its page, if it is on the one shown.
-        if (!filtered && includeArchived && r.archived) out.push({ id: r.id, stored: undefined })
-        continue
-      }
-      if (!includeArchived && stored.archivedAt !== null) continue
-      if (input.columnId !== undefined && stored.columnId !== input.columnId) continue
-      if (input.projectId !== undefined && stored.projectId !== input.projectId) continue
-      if (tag !== undefined && !stored.tags.some((t) => t.toLowerCase() === tag)) continue
-      if (
-        input.priority !== undefined &&
-        (view.effectivePriority(stored) ?? 'none') !== input.priority
-      ) {
-        continue
-      }
-      out.push({ id: r.id, stored })
-    }
-    return out
-  })
   const pageQuery = [
     'search_tasks',
     input.query,
@@ -120,7 +54,27 @@ export async function search_tasks(
     includeArchived,
   ]
   const start = input.cursor === undefined ? 0 : offsetOf(input.cursor, pageQuery)
-  const page = hits.slice(start, start + (input.limit ?? LIMITS.searchPage.default))
+  const limit = input.limit ?? LIMITS.searchPage.default
+  // Archived records are read for every hit only when a filter must look at them; else only
+  // for the page shown.
+  const filtered =
+    input.columnId !== undefined ||
+    input.projectId !== undefined ||
+    input.tag !== undefined ||
+    input.priority !== undefined
+  const pending = ctx.live.pendingArchived(orgId)
+  // The best hits, enough of them to answer this page and say whether another follows; more
+  // when the filters leave too few (a broad query matches most of a long history, and only
+  // its best are read).
+  const wanted = start + limit + 1
+  let best = await bestHits(ctx, query, includeArchived, Math.max(wanted, MIN_HITS))
+  let hits = await filterHits(ctx, input, best.hits, filtered, pending)
+  while (hits.length < wanted && !best.complete) {
+    best = await bestHits(ctx, query, includeArchived, best.hits.length * 4)
+    hits = await filterHits(ctx, input, best.hits, filtered, pending)
+  }
+  const ranked = best.hits
+  const page = hits.slice(start, start + limit)
   const unread = page.filter((h) => h.stored === undefined).map((h) => h.id)
   const offBoard = ranked.filter((r) => r.archived && page.some((h) => h.id === r.id))
   const now = ctx.clock.now()
@@ -165,10 +119,130 @@ export async function search_tasks(
     nextCursor: end < hits.length ? encodeCursor(pageQuery, [end]) : null,
     ...(cut
       ? {
-          note: `Hits ${start + 1}–${end} of ${hits.length} fit the answer budget: call search_tasks with this nextCursor for the next page, or add words or filters to narrow.`,
+          note: `Hits ${start + 1}–${end}${best.complete ? ` of ${hits.length}` : ''} fit the answer budget: call search_tasks with this nextCursor for the next page, or add words or filters to narrow.`,
         }
       : {}),
   }
+}
+
+/** The fewest hits ranked at once: a page and a little more (pages ahead come cheaply). */
+const MIN_HITS = 50
+
+type Ranked = {
+  id: string
+  rank: number
+  archived: boolean
+}
+
+/**
+ * The best `k` cards for a tsquery, best first (rank, then id): a card's rank is its title and
+ * description's, or half its best comment's, whichever is higher. Each side gives its own
+ * best k (a card among the best k overall is among the best k of the side that ranks it), so
+ * a query matching most of a long history sorts only what a page needs, never every match.
+ * Without includeArchived it reads only the board's cards and their comments (the partial
+ * indexes of migration 022). `complete` when every hit is in `hits`. The tsquery is
+ * `materialized`: parsed once, where a prepared statement's generic plan would parse it again
+ * for every row it checks.
+ */
+async function bestHits(
+  ctx: ActionContext,
+  query: string,
+  includeArchived: boolean,
+  k: number,
+): Promise<{ hits: Ranked[]; complete: boolean }> {
+  const onBoard = includeArchived ? '' : 'and not t.archived'
+  const commentsOnBoard = includeArchived ? '' : 'and not c.task_archived'
+  const commentsFrom = (rows: number) =>
+    ctx.db.query<Ranked>(
+      `with q as materialized (select to_tsquery('english', $2) as q)
+       select c.task_id as id, ts_rank(c.search, q.q) * 0.5 as rank, c.task_archived as archived
+         from comments c, q
+        where c.org_id = $1 and c.search @@ q.q ${commentsOnBoard}
+        order by rank desc, c.task_id
+        limit $3`,
+      [ctx.orgId, query, rows],
+    )
+  // Comments, best first: a card's first comment in this order is its best. Many of one
+  // card's comments may come first, so read on until k cards are seen, or every comment.
+  let rows = k * 4
+  let [fromTexts, comments] = await Promise.all([
+    ctx.db.query<Ranked>(
+      `with q as materialized (select to_tsquery('english', $2) as q)
+       select t.id, ts_rank(t.search, q.q) as rank, t.archived
+         from task_texts t, q
+        where t.org_id = $1 and t.search @@ q.q ${onBoard}
+        order by rank desc, t.id
+        limit $3`,
+      [ctx.orgId, query, k],
+    ),
+    commentsFrom(rows),
+  ])
+  while (comments.length === rows && new Set(comments.map((c) => c.id)).size < k) {
+    rows *= 4
+    comments = await commentsFrom(rows)
+  }
+  const best = new Map<string, Ranked>()
+  for (const hit of [...fromTexts, ...comments]) {
+    const seen = best.get(hit.id)
+    if (!seen || hit.rank > seen.rank) best.set(hit.id, hit)
+  }
+  const hits = [...best.values()].sort(
+    (a, b) => b.rank - a.rank || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
+  )
+  const complete = fromTexts.length < k && comments.length < rows
+  return { hits: complete ? hits : hits.slice(0, k), complete }
+}
+
+/**
+ * The hits that pass get_board's filters, on each card as it is now: on the board, or its
+ * archived record (read here only when a filter must look at it; else with its page).
+ */
+async function filterHits(
+  ctx: ActionContext,
+  input: ActionInput<'search_tasks'>,
+  ranked: readonly Ranked[],
+  filtered: boolean,
+  pending: ReturnType<ActionContext['live']['pendingArchived']>,
+): Promise<{ id: string; stored: StoredTask | undefined }[]> {
+  const includeArchived = input.includeArchived === true
+  const archived = filtered
+    ? await archivedByIds(
+        ctx.db,
+        ctx.orgId,
+        ranked.filter((r) => r.archived).map((r) => r.id),
+        pending,
+      )
+    : new Map<string, StoredTask>()
+  return ctx.readBoard((view) => {
+    if (input.projectId !== undefined && !view.projects.has(input.projectId)) {
+      throw badRequest(`projectId ${input.projectId} is not a project of this organisation`)
+    }
+    if (input.columnId !== undefined && !view.columns.has(input.columnId)) {
+      throw badRequest(`columnId ${input.columnId} is not a column of this organisation`)
+    }
+    const tag = input.tag?.trim().toLowerCase()
+    const out: { id: string; stored: StoredTask | undefined }[] = []
+    for (const r of ranked) {
+      const stored: StoredTask | undefined = view.storedTask(r.id) ?? archived.get(r.id)
+      if (!stored) {
+        // Read with its page, if it is on the one shown.
+        if (!filtered && includeArchived && r.archived) out.push({ id: r.id, stored: undefined })
+        continue
+      }
+      if (!includeArchived && stored.archivedAt !== null) continue
+      if (input.columnId !== undefined && stored.columnId !== input.columnId) continue
+      if (input.projectId !== undefined && stored.projectId !== input.projectId) continue
+      if (tag !== undefined && !stored.tags.some((t) => t.toLowerCase() === tag)) continue
+      if (
+        input.priority !== undefined &&
+        (view.effectivePriority(stored) ?? 'none') !== input.priority
+      ) {
+        continue
+      }
+      out.push({ id: r.id, stored })
+    }
+    return out
+  })
 }
 
 /** Where each card matched: its title, else its description, else its best comment. */
@@ -180,7 +254,7 @@ async function matchesOf(
   if (ids.length === 0) return new Map()
   const [texts, comments] = await Promise.all([
     ctx.db.query<{ id: string; field: 'title' | 'description' | null; snippet: string | null }>(
-      `with q as (select to_tsquery('english', $3) as q)
+      `with q as materialized (select to_tsquery('english', $3) as q)
        select t.id,
               case when to_tsvector('english', t.title) @@ q.q then 'title'
                    when to_tsvector('english', t.description) @@ q.q then 'description' end
@@ -195,7 +269,7 @@ async function matchesOf(
       [ids, ctx.orgId, query],
     ),
     ctx.db.query<{ task_id: string; id: string; snippet: string }>(
-      `with q as (select to_tsquery('english', $3) as q)
+      `with q as materialized (select to_tsquery('english', $3) as q)
        select distinct on (c.task_id) c.task_id, c.id,
               ts_headline('english', c.body, q.q, ${HEADLINE}) as snippet
          from comments c, q

@@ -154,6 +154,61 @@ describe.each(STORAGES)('search_tasks (%s)', (kind) => {
     expect(await found('zebra', { includeArchived: true })).toEqual([])
   })
 
+  test('a card found by its comments follows its card: hidden once archived, found with includeArchived, again once restored, and a comment added while archived too', async () => {
+    const { task } = await agent.ok('create_task', {
+      columnId: (columns[0] as { id: string }).id,
+      title: 'Plain title',
+    })
+    await agent.ok('add_comment', { taskId: task.id, body: 'The okapi migration is done.' })
+    expect(await found('okapi')).toEqual([task.id])
+    await agent.ok('archive_task', { taskId: task.id })
+    expect(await found('okapi')).toEqual([])
+    expect(await found('okapi', { includeArchived: true })).toEqual([task.id])
+    const restored = await owner.request(
+      'POST',
+      `/api/app/orgs/${owner.orgId}/tasks/${task.id}/restore`,
+    )
+    expect(restored.status).toBe(200)
+    expect(await found('okapi')).toEqual([task.id])
+    await agent.ok('archive_task', { taskId: task.id })
+    await agent.ok('add_comment', { taskId: task.id, body: 'A narwhal note after archiving.' })
+    expect(await found('narwhal')).toEqual([])
+    expect(await found('narwhal', { includeArchived: true })).toEqual([task.id])
+  })
+
+  test('a broad query over many cards pages through every hit once, best first, on the board and with archived cards', async () => {
+    const made: string[] = []
+    for (let i = 0; i < 70; i++) {
+      const { task } = await agent.ok('create_task', {
+        columnId: (columns[i % 2] as { id: string }).id,
+        title: i % 3 === 0 ? `Walrus walrus report ${i}` : `Report ${i}`,
+        description: i % 3 === 0 ? '' : `About the walrus, item ${i}.`,
+      })
+      made.push(task.id)
+      if (i % 4 === 0) {
+        await agent.ok('add_comment', { taskId: task.id, body: 'walrus walrus walrus sighted' })
+      }
+      if (i % 5 === 0) await agent.ok('archive_task', { taskId: task.id })
+    }
+    for (const includeArchived of [false, true]) {
+      const seen: string[] = []
+      let cursor: string | undefined
+      do {
+        const page = await search({ query: 'walrus', includeArchived, limit: 7, cursor })
+        seen.push(...page.tasks.map((t: { id: string }) => t.id))
+        cursor = page.nextCursor ?? undefined
+      } while (cursor)
+      const expected = made.filter((_, i) => includeArchived || i % 5 !== 0)
+      expect(new Set(seen).size).toBe(seen.length)
+      expect([...seen].sort()).toEqual([...expected].sort())
+      // Title matches (weight A, twice) come before description and comment matches.
+      const titled = made.filter((_, i) => i % 3 === 0 && (includeArchived || i % 5 !== 0))
+      expect(new Set(seen.slice(0, titled.length))).toEqual(new Set(titled))
+      const whole = await search({ query: 'walrus', includeArchived, limit: 100 })
+      expect(whole.tasks.map((t: { id: string }) => t.id)).toEqual(seen)
+    }
+  })
+
   test('a person’s live edits of a title and a description are found, once stored', async () => {
     const token = await owner.syncToken()
     const board = await connectProvider(server.url, boardDocName(owner.orgId), token)

@@ -5,7 +5,7 @@ import { ownerWithAgent } from '../support/client.ts'
 import { seedComments } from '../support/seed.ts'
 import { startServer, type TestServer } from '../support/server.ts'
 import { STORAGES, type StorageKind } from '../support/storage.ts'
-import { seedOrg } from './history-seed.ts'
+import { seedOrg, settle } from './history-seed.ts'
 import { line, time } from './stats.ts'
 
 /**
@@ -129,6 +129,7 @@ async function history(log: (l: string) => void, kind: StorageKind) {
       commentsPerArchived: 3,
       claimedArchived: 1_000,
     })
+    await settle(server.app)
     log(
       `\n#### long history: 2,000 on the board, 50,000 archived, 150,000 comments (seeded in ${((performance.now() - t0) / 1000).toFixed(0)} s)`,
     )

@@ -4,7 +4,7 @@ import type { Person } from '../support/client.ts'
 import { Agent } from '../support/client.ts'
 import type { StorageKind } from '../support/storage.ts'
 import { benchStorage } from './harness.ts'
-import { seedOrg } from './history-seed.ts'
+import { seedOrg, settle } from './history-seed.ts'
 import { line, time } from './stats.ts'
 
 /**
@@ -59,6 +59,7 @@ async function storageRun(kind: StorageKind, log: (line: string) => void): Promi
     const t0 = performance.now()
     const big = await seedOrg(app, url, BIG)
     await app.live.flushPeople()
+    await settle(app)
     log(`  seeded 50,000 cards in ${((performance.now() - t0) / 1000).toFixed(0)} s`)
 
     // One card with a long history of its own: 2,000 changes by an agent.
