@@ -20,8 +20,10 @@ function wordsOf(query: string): string[] {
  * The tsquery of a query: every word, stemmed (English), the last one also as the start of
  * a longer word, as people type. Words are letters and digits only, so quoting is safe.
  */
-function tsQueryOf(words: readonly string[]): string {
-  return words.map((w, i) => (i === words.length - 1 ? `'${w}':*` : `'${w}'`)).join(' & ')
+function tsQueryOf(words: readonly string[], weight: '' | 'A' | 'B' = ''): string {
+  return words
+    .map((w, i) => (i === words.length - 1 ? `'${w}':*${weight}` : `'${w}':${weight}`))
+    .join(' & ')
 }
 
 /** Highlights in snippets, as Markdown bold: agents and the app read Markdown. */
@@ -100,7 +102,7 @@ export async function search_tasks(
   )
   const matches = await matchesOf(
     ctx,
-    query,
+    words,
     candidates.map((t) => t.id),
   )
   let tasks: Hit[] = candidates.map((t) => ({
@@ -245,28 +247,36 @@ async function filterHits(
   })
 }
 
-/** Where each card matched: its title, else its description, else its best comment. */
+/**
+ * Where each card matched: its title, else its description, else its best comment. The
+ * title and description are told apart by the weights of the stored vector (A and B), not
+ * by parsing them again.
+ */
 async function matchesOf(
   ctx: ActionContext,
-  query: string,
+  words: readonly string[],
   ids: readonly string[],
 ): Promise<Map<string, Match>> {
   if (ids.length === 0) return new Map()
+  const query = tsQueryOf(words)
   const [texts, comments] = await Promise.all([
     ctx.db.query<{ id: string; field: 'title' | 'description' | null; snippet: string | null }>(
-      `with q as materialized (select to_tsquery('english', $3) as q)
-       select t.id,
-              case when to_tsvector('english', t.title) @@ q.q then 'title'
-                   when to_tsvector('english', t.description) @@ q.q then 'description' end
-                as field,
-              case when to_tsvector('english', t.title) @@ q.q
-                     then ts_headline('english', t.title, q.q, ${HEADLINE})
-                   when to_tsvector('english', t.description) @@ q.q
-                     then ts_headline('english', t.description, q.q, ${HEADLINE}) end
+      `with q as materialized (
+         select to_tsquery('english', $3) as q, to_tsquery('english', $4) as title,
+                to_tsquery('english', $5) as description),
+       m as (
+         select t.id, t.title, t.description,
+                case when t.search @@ q.title then 'title'
+                     when t.search @@ q.description then 'description' end as field
+           from task_texts t, q
+          where t.id = any($1::uuid[]) and t.org_id = $2)
+       select m.id, m.field,
+              case m.field when 'title' then ts_headline('english', m.title, q.q, ${HEADLINE})
+                           when 'description'
+                             then ts_headline('english', m.description, q.q, ${HEADLINE}) end
                 as snippet
-         from task_texts t, q
-        where t.id = any($1::uuid[]) and t.org_id = $2`,
-      [ids, ctx.orgId, query],
+         from m, q`,
+      [ids, ctx.orgId, query, tsQueryOf(words, 'A'), tsQueryOf(words, 'B')],
     ),
     ctx.db.query<{ task_id: string; id: string; snippet: string }>(
       `with q as materialized (select to_tsquery('english', $3) as q)
