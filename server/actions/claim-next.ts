@@ -3,6 +3,7 @@ import type { StoredTask } from '../../shared/board-doc.ts'
 import type { StoredClaim } from '../../shared/claims.ts'
 import { priorityRank } from '../../shared/priority.ts'
 import { BoardView } from '../board/board-view.ts'
+import { workQueue } from '../board/work-queue.ts'
 import { claimCheck, claimInDoc } from '../claims/batch.ts'
 import { CLAIM_LOCK_SPACE } from '../claims/locks.ts'
 import { createdRow, newClaim } from '../claims/store.ts'
@@ -24,8 +25,15 @@ const better = (a: Keyed, b: Keyed) =>
   a.t.position - b.t.position ||
   a.t.id.localeCompare(b.t.id)
 
-/** The cards claim_next may hand out, in no order, with what orders them (see the schema). */
-function eligible(view: BoardView, input: ActionInput<'claim_next'>): Keyed[] {
+/**
+ * The cards claim_next may hand out, in no order, with what orders them (see the schema), and
+ * the earliest expiry among the live claims that kept a card out (when it lapses, that card
+ * may be handed out).
+ */
+function eligible(
+  view: BoardView,
+  input: ActionInput<'claim_next'>,
+): { keyed: Keyed[]; lapseAt: number } {
   const { columnId, projectId, role, type } = input
   if (projectId !== undefined && !view.projects.has(projectId)) {
     throw badRequest(`projectId ${projectId} is not a project of this organisation`)
@@ -40,6 +48,7 @@ function eligible(view: BoardView, input: ActionInput<'claim_next'>): Keyed[] {
   const claims = view.maps.claims
   const { now } = view
   const out: Keyed[] = []
+  let lapseAt = Number.POSITIVE_INFINITY
   for (const t of view.storedTasks()) {
     const column = columns.get(t.columnId)
     const columnRole = column?.role ?? null
@@ -50,7 +59,10 @@ function eligible(view: BoardView, input: ActionInput<'claim_next'>): Keyed[] {
     if (type !== undefined && t.type !== type) continue
     if (tag !== undefined && !t.tags.some((x) => x.toLowerCase() === tag)) continue
     const claim = claims.get(t.id) as StoredClaim | undefined
-    if (claim && (claim.releasedAt ?? null) === null && Date.parse(claim.expiresAt) > now) continue
+    if (claim && (claim.releasedAt ?? null) === null && Date.parse(claim.expiresAt) > now) {
+      lapseAt = Math.min(lapseAt, Date.parse(claim.expiresAt))
+      continue
+    }
     if (view.blocked(t)) continue
     out.push({
       t,
@@ -58,24 +70,48 @@ function eligible(view: BoardView, input: ActionInput<'claim_next'>): Keyed[] {
       column: column?.order ?? Number.MAX_SAFE_INTEGER,
     })
   }
-  return out
+  return { keyed: out, lapseAt }
 }
 
-/** The cards claim_next may hand out, best first (see the schema). */
-export function candidates(view: BoardView, input: ActionInput<'claim_next'>): StoredTask[] {
-  return eligible(view, input)
-    .sort(better)
-    .map((k) => k.t)
+/** True while the document shows a live claim on the card. */
+function claimedAt(view: BoardView, taskId: string, now: number): boolean {
+  const claim = view.maps.claims.get(taskId) as StoredClaim | undefined
+  return (
+    claim !== undefined && (claim.releasedAt ?? null) === null && Date.parse(claim.expiresAt) > now
+  )
 }
 
-/** The best card claim_next may hand out, found without ordering them all. */
-export function bestCandidate(
+/**
+ * The candidates of this ask not yet handed out, best first, from the board's work queue
+ * (board/work-queue.ts): ordered once, then taken in turn while the order holds. `take`
+ * moves the queue past the first free one (it is being claimed).
+ */
+function queued(
   view: BoardView,
   input: ActionInput<'claim_next'>,
-): StoredTask | undefined {
-  let best: Keyed | undefined
-  for (const k of eligible(view, input)) if (!best || better(k, best) < 0) best = k
-  return best?.t
+  now: number,
+): { free: () => StoredTask[]; take: () => StoredTask | undefined } {
+  const key = JSON.stringify([
+    input.columnId,
+    input.projectId,
+    input.role,
+    input.type,
+    input.tag?.trim().toLowerCase(),
+  ])
+  const queue = workQueue(view.doc, key, now, () => {
+    const { keyed, lapseAt } = eligible(view, input)
+    return { order: keyed.sort(better).map((k) => k.t), lapseAt }
+  })
+  return {
+    free: () => queue.order.slice(queue.next).filter((t) => !claimedAt(view, t.id, now)),
+    take: () => {
+      while (queue.next < queue.order.length) {
+        const t = queue.order[queue.next++] as StoredTask
+        if (!claimedAt(view, t.id, now)) return t
+      }
+      return undefined
+    },
+  }
 }
 
 /**
@@ -102,7 +138,7 @@ export async function claim_next(
       // The best card the document shows free, checked by the batch under its claim lock
       // (claims/batch.ts): the writes computed one after another each see the claims made
       // before them, so k agents waiting get k cards, in order, in one statement.
-      const taskId = bestCandidate(view, input)?.id
+      const taskId = queued(view, input, now).take()?.id
       if (taskId === undefined) return NOTHING
       const row = createdRow({ ...r, taskId })
       w.checkClaim(claimCheck(taskId, claimInDoc(w.doc, ctx.orgId, taskId), now, row))
@@ -110,7 +146,9 @@ export async function claim_next(
       const after = new BoardView(w.doc, now)
       return { task: after.present(after.requireTask(taskId)), claim }
     }
-    const ids = candidates(view, input).map((t) => t.id)
+    const ids = queued(view, input, now)
+      .free()
+      .map((t) => t.id)
     if (ids.length === 0) return NOTHING
     await w.beforeClaimLocks()
     const [picked] = await w.tx.query<{ id: string | null }>(

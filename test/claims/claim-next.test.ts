@@ -127,6 +127,39 @@ describe.each(STORAGES)('claim_next (%s)', (kind) => {
     )
   })
 
+  test('asks in a row follow every change between them: a card made or reprioritised, a claim made, released or lapsed since the last ask changes what comes next', async () => {
+    const { agent, other, backlog, card } = await board()
+    const next = async () => (await agent.ok('claim_next', { agentName: 'Picker' })).task?.id
+    const high = await card(backlog, { priority: 'high' })
+    const normal = await card(backlog, { priority: 'normal' })
+    const low = await card(backlog, { priority: 'low' })
+    const lowest = await card(backlog, { priority: 'low' })
+    const last = await card(backlog, { priority: 'low' })
+    expect(await next()).toBe(high.id)
+    // Its claim lapses, and nothing else happens: it is the best free card again.
+    server.clock.advance(LEASE_MS + 1)
+    expect(await next()).toBe(high.id)
+    // Made since: an urgent card comes first.
+    const urgent = await card(backlog, { priority: 'urgent' })
+    expect(await next()).toBe(urgent.id)
+    server.clock.advance(60_000)
+    expect(await next()).toBe(normal.id)
+    // Claimed by another since: passed over.
+    await other.ok('claim_task', { taskId: low.id, agentName: 'Other' })
+    expect(await next()).toBe(lowest.id)
+    // Released since: free again, and better than what is left.
+    await agent.ok('release_task', { taskId: normal.id, agentName: 'Picker' })
+    expect(await next()).toBe(normal.id)
+    // The first two claims lapse (taken a minute before the others): their cards come back.
+    server.clock.advance(LEASE_MS - 30_000)
+    expect(await next()).toBe(urgent.id)
+    expect(await next()).toBe(high.id)
+    // Reprioritised since: the last card, now urgent, is free and first.
+    await agent.ok('update_task', { taskId: last.id, priority: 'urgent' })
+    expect(await next()).toBe(last.id)
+    expect(await next()).toBeUndefined()
+  })
+
   test('every filter must match: columnId, projectId, role (of the card’s column), tag (whole, any case) and type', async () => {
     const { owner, agent, backlog, ready, card } = await board()
     const projectId = await owner.createProject('Apollo')
