@@ -31,7 +31,7 @@ const HEADLINE = `'StartSel=**, StopSel=**, MaxWords=24, MinWords=8, MaxFragment
 
 /**
  * search_tasks: the cards whose title, description or comments hold every word, best
- * match first (title above description, a comment at half weight), through Postgres
+ * match first (title above description, both above a match in comments only), through Postgres
  * full-text indexes (task_texts and comments, migration 018); then get_board's filters,
  * and pages. Each hit is the card's summary form and where it matched, with a snippet.
  */
@@ -137,14 +137,16 @@ type Ranked = {
 }
 
 /**
- * The best `k` cards for a tsquery, best first (rank, then id): a card's rank is its title and
- * description's, or half its best comment's, whichever is higher. Each side gives its own
- * best k (a card among the best k overall is among the best k of the side that ranks it), so
- * a query matching most of a long history sorts only what a page needs, never every match.
- * Without includeArchived it reads only the board's cards and their comments (the partial
- * indexes of migration 022). `complete` when every hit is in `hits`. The tsquery is
- * `materialized`: parsed once, where a prepared statement's generic plan would parse it again
- * for every row it checks.
+ * The best `k` cards for a tsquery, best first: the cards whose own words (title and
+ * description) match, by rank, then id; after them, the cards that match by their comments
+ * only, by their best comment's rank. (With Postgres's weights a comment could only rank
+ * above a description match in odd cases: A and B weigh 1.0 and 0.4, an unweighted comment
+ * 0.1.) So a query that matches k cards' own words reads no comment at all, and each side
+ * sorts only what a page needs, never every match of a long history. Without
+ * includeArchived it reads only the board's cards and their comments (the partial indexes
+ * of migration 022). `complete` when every hit is in `hits`. The tsquery is `materialized`:
+ * parsed once, where a prepared statement's generic plan would parse it again for every row
+ * it checks.
  */
 async function bestHits(
   ctx: ActionContext,
@@ -154,45 +156,40 @@ async function bestHits(
 ): Promise<{ hits: Ranked[]; complete: boolean }> {
   const onBoard = includeArchived ? '' : 'and not t.archived'
   const commentsOnBoard = includeArchived ? '' : 'and not c.task_archived'
-  const commentsFrom = (rows: number) =>
-    ctx.db.query<Ranked>(
+  const own = await ctx.db.query<Ranked>(
+    `with q as materialized (select to_tsquery('english', $2) as q)
+     select t.id, ts_rank(t.search, q.q) as rank, t.archived
+       from task_texts t, q
+      where t.org_id = $1 and t.search @@ q.q ${onBoard}
+      order by rank desc, t.id
+      limit $3`,
+    [ctx.orgId, query, k],
+  )
+  if (own.length === k) return { hits: own, complete: false }
+  // Every card whose own words match is known: comments rank the rest. A card's first
+  // comment in this order is its best; many of one card's comments may come first, so read
+  // on until enough new cards are seen, or every comment.
+  const known = new Set(own.map((h) => h.id))
+  const need = k - own.length
+  const hits = [...own]
+  for (let rows = Math.max(need * 4, MIN_HITS); ; rows *= 4) {
+    const comments = await ctx.db.query<Ranked>(
       `with q as materialized (select to_tsquery('english', $2) as q)
-       select c.task_id as id, ts_rank(c.search, q.q) * 0.5 as rank, c.task_archived as archived
+       select c.task_id as id, ts_rank(c.search, q.q) as rank, c.task_archived as archived
          from comments c, q
         where c.org_id = $1 and c.search @@ q.q ${commentsOnBoard}
         order by rank desc, c.task_id
         limit $3`,
       [ctx.orgId, query, rows],
     )
-  // Comments, best first: a card's first comment in this order is its best. Many of one
-  // card's comments may come first, so read on until k cards are seen, or every comment.
-  let rows = k * 4
-  let [fromTexts, comments] = await Promise.all([
-    ctx.db.query<Ranked>(
-      `with q as materialized (select to_tsquery('english', $2) as q)
-       select t.id, ts_rank(t.search, q.q) as rank, t.archived
-         from task_texts t, q
-        where t.org_id = $1 and t.search @@ q.q ${onBoard}
-        order by rank desc, t.id
-        limit $3`,
-      [ctx.orgId, query, k],
-    ),
-    commentsFrom(rows),
-  ])
-  while (comments.length === rows && new Set(comments.map((c) => c.id)).size < k) {
-    rows *= 4
-    comments = await commentsFrom(rows)
+    const fresh = new Map<string, Ranked>()
+    for (const c of comments) if (!known.has(c.id) && !fresh.has(c.id)) fresh.set(c.id, c)
+    const complete = comments.length < rows
+    if (complete || fresh.size >= need) {
+      hits.push(...[...fresh.values()].slice(0, complete ? undefined : need))
+      return { hits, complete }
+    }
   }
-  const best = new Map<string, Ranked>()
-  for (const hit of [...fromTexts, ...comments]) {
-    const seen = best.get(hit.id)
-    if (!seen || hit.rank > seen.rank) best.set(hit.id, hit)
-  }
-  const hits = [...best.values()].sort(
-    (a, b) => b.rank - a.rank || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0),
-  )
-  const complete = fromTexts.length < k && comments.length < rows
-  return { hits: complete ? hits : hits.slice(0, k), complete }
 }
 
 /**
