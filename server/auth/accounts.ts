@@ -145,7 +145,7 @@ export interface Invite {
 }
 
 export async function createInvite(
-  db: Db,
+  db: Queryable,
   input: { orgId: string; email: string; role: 'admin' | 'member'; createdBy: string },
 ): Promise<Invite> {
   const token = randomToken(24)

@@ -8,6 +8,7 @@ import { boardDocName, boardMaps, cardDocName, mapDocName } from '../../shared/b
 import { cardMaps } from '../../shared/card-doc.ts'
 import { mapDocMaps } from '../../shared/map-doc.ts'
 import { docJson } from '../../shared/rebase.ts'
+import { createInvite } from '../auth/accounts.ts'
 import { ApiError, conflict } from '../errors.ts'
 import { LEVEL, loadInto } from '../live/doc-store.ts'
 import { endGeneration, storedGeneration } from '../live/generations.ts'
@@ -49,6 +50,17 @@ export interface ImportReport {
   dryRun: boolean
   source: { orgId: string; name: string; exportedAt: string }
   counts: Record<string, number>
+  /**
+   * The archive's members who are not members here, each invited with their role (an owner
+   * as an admin: an invite makes no owners): the token, shown once, makes the link to send
+   * them. A preview lists them with a null token.
+   */
+  invites: {
+    email: string
+    role: 'admin' | 'member'
+    token: string | null
+    expiresAt: string | null
+  }[]
   /** What the archive holds that this server does not take as it was, in words. */
   notes: string[]
 }
@@ -449,7 +461,7 @@ export async function importArchive(
     const fileRecords = new Map<string, z.output<typeof fileRecord>>()
     const filesSeen = new Set<string>()
     let lastKind = -1
-    const membersAbsent: string[] = []
+    const membersAbsent: { email: string; role: z.output<typeof member>['role'] }[] = []
     let keysImported = 0
     let hooksImported = 0
 
@@ -572,8 +584,8 @@ export async function importArchive(
               'select 1 from memberships m join users u on u.id = m.user_id where m.org_id = $1 and u.email = $2',
               [orgId, m.email],
             )
-            if (!here) membersAbsent.push(`${m.email} (${m.role})`)
-          } else membersAbsent.push(`${m.email} (${m.role})`)
+            if (!here) membersAbsent.push(m)
+          } else membersAbsent.push(m)
           return
         }
         case 'api-keys': {
@@ -834,9 +846,25 @@ export async function importArchive(
     }
     oldBoard.destroy()
 
-    if (membersAbsent.length > 0) {
+    const invites: ImportReport['invites'] = []
+    for (const m of membersAbsent) {
+      const role = m.role === 'member' ? 'member' : 'admin'
+      if (!tx) {
+        invites.push({ email: m.email, role, token: null, expiresAt: null })
+        continue
+      }
+      const made = await createInvite(tx, {
+        orgId: target.orgId,
+        email: m.email,
+        role,
+        createdBy: target.userId,
+      })
+      invites.push({ email: made.email, role, token: made.token, expiresAt: made.expiresAt })
+    }
+    const owners = membersAbsent.filter((m) => m.role === 'owner').length
+    if (invites.length > 0) {
       notes.push(
-        `Members are not created by an import: invite ${membersAbsent.length} ${membersAbsent.length === 1 ? 'person' : 'people'} who ${membersAbsent.length === 1 ? 'is' : 'are'} not a member here: ${membersAbsent.slice(0, 20).join(', ')}${membersAbsent.length > 20 ? ', …' : ''}`,
+        `${invites.length} ${invites.length === 1 ? 'person who is' : 'people who are'} not a member here ${tx ? (invites.length === 1 ? 'is' : 'are') : 'will be'} invited with their role (send each their link; an invite lasts 14 days)${owners > 0 ? `; ${owners === 1 ? 'an owner is' : `${owners} owners are`} invited as admin: make them owners once they join` : ''}`,
       )
     }
     if (keysImported > 0) {
@@ -853,6 +881,7 @@ export async function importArchive(
       dryRun: tx === undefined,
       source: { orgId: org.id, name: org.name, exportedAt: org.exportedAt },
       counts,
+      invites,
       notes,
     }
   }

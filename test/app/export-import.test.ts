@@ -250,6 +250,56 @@ describe.each(STORAGES)('export and import (%s)', (kind) => {
     expect(counts(again)).toEqual(counts(first))
   })
 
+  test('the archive’s members who are not members here are invited with their role (an owner as admin), each link shown once, and a preview invites no one', async () => {
+    const founder = new Person(a.url)
+    await founder.signUp({ organizationName: 'Team to move' })
+    const join = async (role: 'admin' | 'member') => {
+      const person = new Person(a.url)
+      await person.signUp()
+      const made = await founder.request('POST', `/api/app/orgs/${founder.orgId}/invites`, {
+        email: person.user?.email,
+        role,
+      })
+      await person.request('POST', `/api/app/invites/${made.body.invite.token}/accept`)
+      return person.user?.email as string
+    }
+    const admin = await join('admin')
+    const member = await join('member')
+    const teamArchive = await exported(founder)
+
+    const mover = new Person(b.url)
+    await mover.signUp({ organizationName: 'Moved team' })
+    const preview = await upload(mover, teamArchive, { dryRun: true })
+    expect(preview.status).toBe(200)
+    const expected = [
+      { email: founder.user?.email, role: 'admin' },
+      { email: admin, role: 'admin' },
+      { email: member, role: 'member' },
+    ]
+    const byEmail = (list: { email: string }[]) =>
+      [...list].sort((x, y) => x.email.localeCompare(y.email))
+    expect(byEmail(preview.body.invites)).toEqual(
+      byEmail(expected.map((e) => ({ ...e, token: null, expiresAt: null })) as never),
+    )
+    const pending = async () =>
+      (await mover.request('GET', `/api/app/orgs/${mover.orgId}/members`)).body.invites
+    expect(await pending()).toEqual([])
+
+    const done = await upload(mover, teamArchive)
+    expect(done.status, JSON.stringify(done.body)).toBe(200)
+    expect(byEmail(done.body.invites)).toMatchObject(byEmail(expected as never))
+    expect(done.body.notes.join(' ')).toMatch(/3 people .* invited .* an owner is invited as admin/)
+    expect(byEmail(await pending())).toMatchObject(byEmail(expected as never))
+
+    // The member signs up on this server and follows their link: in, with their role.
+    const arriving = new Person(b.url)
+    await arriving.signUp({ email: member })
+    const invite = done.body.invites.find((i: { email: string }) => i.email === member)
+    const accepted = await arriving.request('POST', `/api/app/invites/${invite.token}/accept`)
+    expect(accepted.status).toBe(200)
+    expect(accepted.body).toMatchObject({ organization: { id: mover.orgId }, role: 'member' })
+  })
+
   test('after an import the live documents and reads show the imported organisation', async () => {
     // Into a third server: a fresh database, then read it back through the agent endpoint.
     const c = await startServer(kind)

@@ -8,6 +8,8 @@ interface ImportReport {
   dryRun: boolean
   source: { orgId: string; name: string; exportedAt: string; kind?: string }
   counts: Record<string, number>
+  /** The archive's members who are not members here, invited (a preview: a null token). */
+  invites?: { email: string; role: string; token: string | null }[]
   notes: string[]
   mapped?: Record<string, string>
   unmapped?: Record<string, string>
@@ -257,6 +259,24 @@ export function DataSettings() {
                   {Object.entries(report.unmapped).map(([k, v]) => (
                     <li key={k}>
                       <code>{k}</code>: {v}
+                    </li>
+                  ))}
+                </ul>
+              </>
+            )}
+            {report.invites && report.invites.length > 0 && (
+              <>
+                <h3>{done ? 'Invited: send each their link' : 'Will invite'}</h3>
+                <ul className="plain-list" data-testid="import-invites">
+                  {report.invites.map((i) => (
+                    <li key={i.email}>
+                      {i.email} ({i.role})
+                      {i.token && (
+                        <>
+                          {' '}
+                          <code className="invite-link">{`${location.origin}/invite/${i.token}`}</code>
+                        </>
+                      )}
                     </li>
                   ))}
                 </ul>

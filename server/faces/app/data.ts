@@ -132,7 +132,7 @@ export function dataRoutes(app: AppRouter): void {
       answers: [
         answer.json(
           200,
-          '`{ dryRun, source: { orgId, name, exportedAt }, counts, notes }`: what was (or would be) created, per kind, and what could not be kept as it was.',
+          '`{ dryRun, source: { orgId, name, exportedAt }, counts, invites, notes }`: what was (or would be) created, per kind, the members invited (each with the token of their link, shown once), and what could not be kept as it was.',
         ),
       ],
       errors: {
