@@ -85,13 +85,32 @@ describe.each(STORAGES)('the shared description editor (%s)', (kind) => {
     await expect.poll(() => textOf(graceEditor), { timeout: 10_000 }).toBe('Intro. Ada was here.')
     await expect.poll(() => textOf(adaEditor), { timeout: 10_000 }).toBe('Intro. Ada was here.')
 
+    // Undo outlives a look at the preview: Ada's next words are taken back after it.
+    await adaEditor.click()
+    await ada.page.keyboard.press('Control+End')
+    await ada.page.keyboard.type(' Then more.', { delay: 15 })
+    await expect
+      .poll(() => textOf(adaEditor), { timeout: 10_000 })
+      .toBe('Intro. Ada was here. Then more.')
+    await ada.page.getByRole('button', { name: 'Preview' }).click()
+    await expect
+      .poll(() => ada.page.getByTestId('description-view').textContent(), { timeout: 10_000 })
+      .toContain('Then more.')
+    await ada.page.getByRole('button', { name: 'Edit description' }).click()
+    await adaEditor.click()
+    await ada.page.keyboard.press('Control+z')
+    // (Her two typings may be one undo step: what matters is that the undo still works.)
+    await expect.poll(() => textOf(adaEditor), { timeout: 10_000 }).not.toContain('Then more.')
+    await expect.poll(() => textOf(adaEditor), { timeout: 10_000 }).toMatch(/^Intro\./)
+    await expect.poll(() => textOf(graceEditor), { timeout: 10_000 }).toBe(await textOf(adaEditor))
+
     // An agent claims the card: the description is locked, its holder named.
     await agent.ok('claim_task', { taskId: task.id, agentName: 'Paul' })
     const locked = ada.page.getByTestId('description-locked')
     await expect.poll(() => locked.textContent(), { timeout: 10_000 }).toContain('Paul')
     await expect(ada.page.getByTestId('description-editor').count()).resolves.toBe(0)
     await expect(ada.page.getByTestId('description-view').textContent()).resolves.toContain(
-      'Ada was here.',
+      'Intro.',
     )
     expect(errors).toEqual([])
     await graceContext.close()

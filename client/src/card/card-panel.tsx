@@ -176,6 +176,8 @@ function PanelBody({
   const descriptionText = useYTextString(text)
   // Read as Markdown; written in the editor, which opens by itself on an empty description.
   const [writing, setWriting] = useState<boolean>()
+  // Once written in, the editor stays (hidden under the preview), so its undo history does.
+  const [keptEditor, setKeptEditor] = useState(false)
   const cardStatus = useCardDocStatus(cardDoc)
   useScrollToMatch(useQueryParam('at'), cardStatus?.synced === true || cardStatus?.loaded === true)
   useEffect(() => {
@@ -358,7 +360,10 @@ function PanelBody({
             <button
               type="button"
               className="link-btn description-toggle"
-              onClick={() => setWriting(!showEditor)}
+              onClick={() => {
+                if (showEditor) setKeptEditor(true)
+                setWriting(!showEditor)
+              }}
             >
               {showEditor ? 'Preview' : 'Edit description'}
             </button>
@@ -379,8 +384,9 @@ function PanelBody({
           ) : (
             <p className="muted">{text ? 'No description' : 'Loading the description…'}</p>
           ))}
-        {showEditor && text && cardDoc && (
+        {(showEditor || (keptEditor && !locked)) && text && cardDoc && (
           <DescriptionEditor
+            hidden={!showEditor}
             text={text}
             awareness={cardDoc.live.awareness}
             locked={locked}

@@ -16,12 +16,15 @@ import * as Y from 'yjs'
  * like the rest.
  */
 export function DescriptionEditor({
+  hidden,
   text,
   awareness,
   locked,
   max,
   labelledBy,
 }: {
+  /** Kept under the preview: hidden, with its undo history. */
+  hidden: boolean
   text: Y.Text
   awareness: Awareness
   locked: boolean
@@ -74,7 +77,19 @@ export function DescriptionEditor({
     view.current?.dispatch({ effects: editable.current.reconfigure(lockedState(locked)) })
   }, [locked])
 
-  return <div ref={host} className="description-editor" data-testid="description-editor" />
+  useEffect(() => {
+    // Shown again: CodeMirror measures what it could not while hidden.
+    if (!hidden) view.current?.requestMeasure()
+  }, [hidden])
+
+  return (
+    <div
+      ref={host}
+      hidden={hidden}
+      className="description-editor"
+      data-testid="description-editor"
+    />
+  )
 }
 
 function lockedState(locked: boolean) {
