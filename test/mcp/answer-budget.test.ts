@@ -37,14 +37,22 @@ describe.each(TRANSPORTS.flatMap((t) => STORAGES.map((s) => [t, s] as const)))(
       w = await world(transport, server.url)
       const { columns } = await w.api.list_columns()
       // 300 cards whose descriptions are ~600 characters (what agents write), 60 commented.
-      for (let i = 0; i < 300; i++) {
-        const { task } = await w.api.create_task({
-          columnId: (columns[i % columns.length] as { id: string }).id,
-          title: `Card ${i}: investigate the flaky login test`,
-          description: `Plan for card ${i}. ${'Read the logs, find the cause, fix it, add a test. '.repeat(12)}`,
-        })
-        cards.push(task.id)
-        if (i % 5 === 0) await w.api.add_comment({ taskId: task.id, body: `Looked at card ${i}.` })
+      // Made 20 at a time, as a few agents would (the client takes concurrent calls).
+      for (let start = 0; start < 300; start += 20) {
+        await Promise.all(
+          Array.from({ length: 20 }, async (_, j) => {
+            const i = start + j
+            const { task } = await w.api.create_task({
+              columnId: (columns[i % columns.length] as { id: string }).id,
+              title: `Card ${i}: investigate the flaky login test`,
+              description: `Plan for card ${i}. ${'Read the logs, find the cause, fix it, add a test. '.repeat(12)}`,
+            })
+            cards[i] = task.id
+            if (i % 5 === 0) {
+              await w.api.add_comment({ taskId: task.id, body: `Looked at card ${i}.` })
+            }
+          }),
+        )
       }
     }, 240_000)
     afterAll(async () => {
