@@ -342,10 +342,39 @@ function cardChanges(doc: Y.Doc, taskId: string, tr: Y.Transaction, origin: Writ
       })
     }
   }
-  // A description rewritten by a write (agents, the server); people's typing is live and
-  // would be an event per keystroke, so it is not an event of its own.
-  if (origin.type !== 'person' && tr.changed.has(description as never)) {
-    out.push({ taskId, kind: 'described', detail: { length: description.length } })
+  // A description rewritten by a write (agents, the server); a person's typing is live, an
+  // update per few keystrokes, so it is one event per stretch of typing (see typingBegins).
+  if (tr.changed.has(description as never)) {
+    if (origin.type !== 'person') {
+      out.push({ taskId, kind: 'described', detail: { length: description.length } })
+    } else if (typingBegins(origin.userId, taskId, Date.now())) {
+      out.push({ taskId, kind: 'described', detail: { length: description.length, typing: true } })
+    }
   }
   return out
+}
+
+/** A person's edits of one description less than this apart are one stretch of typing. */
+export const TYPING_GAP_MS = 10 * 60_000
+
+/** When each person last typed in each description (`userId:taskId`), for the last gap only. */
+const lastTyped = new Map<string, number>()
+
+/**
+ * True when a person's edit of a card's description begins a stretch of typing: their first
+ * edit of it, or the first after TYPING_GAP_MS without one (as in Google Docs' or Linear's
+ * "edited the description"). Kept per process, bounded by who typed within the last gap: a
+ * person whose edits go to two processes may get one event from each.
+ */
+export function typingBegins(userId: string, taskId: string, now: number): boolean {
+  const key = `${userId}:${taskId}`
+  const last = lastTyped.get(key)
+  // Map order is insertion order: refreshed keys go to the end, so the stale ones lead.
+  lastTyped.delete(key)
+  lastTyped.set(key, now)
+  for (const [k, at] of lastTyped) {
+    if (now - at < TYPING_GAP_MS) break
+    lastTyped.delete(k)
+  }
+  return last === undefined || now - last >= TYPING_GAP_MS
 }

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { boardDocName, boardMaps } from '../../shared/board-doc.ts'
+import { cardMaps } from '../../shared/card-doc.ts'
+import { cardDocName } from '../../shared/doc-names.ts'
 import { type ClockServer, startClockServer } from '../claims/harness.ts'
 import { Agent, connectProvider, eventuallyAsync, Person } from '../support/client.ts'
 import { STORAGES } from '../support/storage.ts'
@@ -202,6 +204,44 @@ describe.each(STORAGES)("a card's history (%s)", (kind) => {
       })
       expect(events[1]?.actor).toMatchObject({ kind: 'person', name: 'Ada Lovelace' })
       expect(events[2]?.actor).toMatchObject({ kind: 'agent' })
+    } finally {
+      live.destroy()
+    }
+  })
+
+  test("a person's typing in the description is one event per stretch of typing, named; an agent's rewrite is its own", async () => {
+    const { task } = await agent.ok('create_task', {
+      columnId: columns[0]?.id,
+      title: 'Typed into',
+      description: 'Start.',
+    })
+    const live = await connectProvider(
+      server.url,
+      cardDocName(org, task.id),
+      await owner.syncToken(),
+    )
+    try {
+      await eventuallyAsync(async () =>
+        cardMaps(live.doc).description.toString() === 'Start.' ? true : undefined,
+      )
+      const text = cardMaps(live.doc).description
+      for (const word of [' One', ' two', ' three.']) {
+        live.doc.transact(() => text.insert(text.length, word))
+        // Each edit goes out and is stored on its own, as a person's keystrokes do.
+        await eventuallyAsync(async () =>
+          (await agent.ok('get_task', { taskId: task.id })).task.description.endsWith(word)
+            ? true
+            : undefined,
+        )
+      }
+      await agent.ok('update_task', { taskId: task.id, description: 'Rewritten by the agent.' })
+      const events = (await history(task.id)).body.events
+      expect(kinds(events)).toEqual(['described', 'described', 'created'])
+      expect(events[0]?.actor).toMatchObject({ kind: 'agent' })
+      expect(events[1]).toMatchObject({
+        actor: { kind: 'person', name: 'Ada Lovelace' },
+        detail: { typing: true },
+      })
     } finally {
       live.destroy()
     }

@@ -152,7 +152,7 @@ function describe(e: HistoryEvent, name: (id: string) => string): string {
       return `changed ${FIELD_NAMES[field] ?? field}: ${value(field, d.from, name, d.fromName)} → ${value(field, d.to, name, d.toName)}`
     }
     case 'described':
-      return 'rewrote the description'
+      return d.typing === true ? 'edited the description' : 'rewrote the description'
     case 'claimed':
       return `claimed it${str(d.note) ? ` (“${d.note}”)` : ''}`
     case 'released':
