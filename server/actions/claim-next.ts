@@ -45,7 +45,6 @@ function eligible(
   const columns = new Map(
     view.sortedColumns().map((c, i) => [c.id, { order: i, role: c.role ?? null }]),
   )
-  const claims = view.maps.claims
   const { now } = view
   const out: Keyed[] = []
   let lapseAt = Number.POSITIVE_INFINITY
@@ -58,9 +57,9 @@ function eligible(
     if (role === undefined ? columnRole === 'done' : columnRole !== role) continue
     if (type !== undefined && t.type !== type) continue
     if (tag !== undefined && !t.tags.some((x) => x.toLowerCase() === tag)) continue
-    const claim = claims.get(t.id) as StoredClaim | undefined
-    if (claim && (claim.releasedAt ?? null) === null && Date.parse(claim.expiresAt) > now) {
-      lapseAt = Math.min(lapseAt, Date.parse(claim.expiresAt))
+    const held = liveUntil(view, t.id, now)
+    if (held !== undefined) {
+      lapseAt = Math.min(lapseAt, held)
       continue
     }
     if (view.blocked(t)) continue
@@ -73,13 +72,16 @@ function eligible(
   return { keyed: out, lapseAt }
 }
 
-/** True while the document shows a live claim on the card. */
-function claimedAt(view: BoardView, taskId: string, now: number): boolean {
+/** When the live claim the document shows on the card lapses (undefined: none is live). */
+function liveUntil(view: BoardView, taskId: string, now: number): number | undefined {
   const claim = view.maps.claims.get(taskId) as StoredClaim | undefined
-  return (
-    claim !== undefined && (claim.releasedAt ?? null) === null && Date.parse(claim.expiresAt) > now
-  )
+  if (!claim || (claim.releasedAt ?? null) !== null) return undefined
+  const expires = Date.parse(claim.expiresAt)
+  return expires > now ? expires : undefined
 }
+
+const claimedAt = (view: BoardView, taskId: string, now: number) =>
+  liveUntil(view, taskId, now) !== undefined
 
 /**
  * The candidates of this ask not yet handed out, best first, from the board's work queue

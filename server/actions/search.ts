@@ -31,9 +31,9 @@ const HEADLINE = `'StartSel=**, StopSel=**, MaxWords=24, MinWords=8, MaxFragment
 
 /**
  * search_tasks: the cards whose title, description or comments hold every word, best
- * match first (title above description, both above a match in comments only), through Postgres
- * full-text indexes (task_texts and comments, migration 018); then get_board's filters,
- * and pages. Each hit is the card's summary form and where it matched, with a snippet.
+ * match first (title above description, both above a match in comments only), through
+ * Postgres full-text indexes (task_texts and comments, migrations 018 and 022); then
+ * get_board's filters, and pages. Each hit is the card's summary form and where it matched, with a snippet.
  */
 export async function search_tasks(
   ctx: ActionContext,
@@ -57,23 +57,16 @@ export async function search_tasks(
   ]
   const start = input.cursor === undefined ? 0 : offsetOf(input.cursor, pageQuery)
   const limit = input.limit ?? LIMITS.searchPage.default
-  // Archived records are read for every hit only when a filter must look at them; else only
-  // for the page shown.
-  const filtered =
-    input.columnId !== undefined ||
-    input.projectId !== undefined ||
-    input.tag !== undefined ||
-    input.priority !== undefined
   const pending = ctx.live.pendingArchived(orgId)
   // The best hits, enough of them to answer this page and say whether another follows; more
   // when the filters leave too few (a broad query matches most of a long history, and only
   // its best are read).
   const wanted = start + limit + 1
   let best = await bestHits(ctx, query, includeArchived, Math.max(wanted, MIN_HITS))
-  let hits = await filterHits(ctx, input, best.hits, filtered, pending)
+  let hits = await filterHits(ctx, input, best.hits, pending)
   while (hits.length < wanted && !best.complete) {
     best = await bestHits(ctx, query, includeArchived, best.hits.length * 4)
-    hits = await filterHits(ctx, input, best.hits, filtered, pending)
+    hits = await filterHits(ctx, input, best.hits, pending)
   }
   const ranked = best.hits
   const page = hits.slice(start, start + limit)
@@ -200,10 +193,14 @@ async function filterHits(
   ctx: ActionContext,
   input: ActionInput<'search_tasks'>,
   ranked: readonly Ranked[],
-  filtered: boolean,
   pending: ReturnType<ActionContext['live']['pendingArchived']>,
 ): Promise<{ id: string; stored: StoredTask | undefined }[]> {
   const includeArchived = input.includeArchived === true
+  const filtered =
+    input.columnId !== undefined ||
+    input.projectId !== undefined ||
+    input.tag !== undefined ||
+    input.priority !== undefined
   const archived = filtered
     ? await archivedByIds(
         ctx.db,

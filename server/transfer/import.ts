@@ -864,7 +864,7 @@ export async function importArchive(
     const owners = membersAbsent.filter((m) => m.role === 'owner').length
     if (invites.length > 0) {
       notes.push(
-        `${invites.length} ${invites.length === 1 ? 'person who is' : 'people who are'} not a member here ${tx ? (invites.length === 1 ? 'is' : 'are') : 'will be'} invited with their role (send each their link; an invite lasts 14 days)${owners > 0 ? `; ${owners === 1 ? 'an owner is' : `${owners} owners are`} invited as admin: make them owners once they join` : ''}`,
+        `${invites.length} ${invites.length === 1 ? 'person who is' : 'people who are'} not a member here ${tx ? (invites.length === 1 ? 'is' : 'are') : 'will be'} invited with their role (send each their link before its invite expires)${owners > 0 ? `; ${owners === 1 ? 'an owner is' : `${owners} owners are`} invited as admin: make them owners once they join` : ''}`,
       )
     }
     if (keysImported > 0) {
