@@ -7,6 +7,7 @@ import { encodeNotice, type Revert } from '../../shared/live-protocol.ts'
 import { generationOf } from '../../shared/rebase.ts'
 import { BoardView } from '../board/board-view.ts'
 import type { Descriptions } from '../board/descriptions.ts'
+import { lockArchived } from '../board/history.ts'
 import { textOps } from '../board/texts.ts'
 import { HistoryCollector, historyActor } from '../live/card-history.ts'
 import type { ConnectionContext } from '../live/doc-registry.ts'
@@ -267,8 +268,9 @@ export class PeopleEdits implements EditReviewer {
   }
 
   /**
-   * Makes a card's board `stats` follow its document again, as a server write: after a
-   * person's comment reached a card whose board was not in memory at that moment.
+   * Makes a card's `stats` follow its document again, as a server write: after a person's
+   * comment reached a card whose board was not in memory at that moment. The card may have
+   * left the board meanwhile: its archived row's stats follow then.
    */
   private async repairStats(orgId: string, taskId: string): Promise<void> {
     const cardDoc = cardDocName(orgId, taskId)
@@ -278,11 +280,15 @@ export class PeopleEdits implements EditReviewer {
         { type: 'server', orgId },
         async (w) => {
           const card = boardMaps(w.doc).tasks.get(taskId)
-          if (!card) return
+          const archived = card ? undefined : await lockArchived(w, orgId, taskId)
+          const was = card ? asStats(card.get('stats')) : archived?.stats
+          if (!was) return
           const stats = statsOf(w.open(cardDoc))
-          if (sameStats(asStats(card.get('stats')), stats)) return
-          w.mutate(() => card.set('stats', stats))
-          w.changed('task', taskId)
+          if (sameStats(was, stats)) return
+          if (card) {
+            w.mutate(() => card.set('stats', stats))
+            w.changed('task', taskId)
+          } else w.row({ t: 'archived_stats', id: taskId, rec: stats })
         },
         [cardDoc],
       )
