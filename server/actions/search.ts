@@ -93,10 +93,12 @@ export async function search_tasks(
       ]
     }),
   )
+  const byComment = new Set(ranked.filter((r) => r.byComment).map((r) => r.id))
   const matches = await matchesOf(
     ctx,
     words,
-    candidates.map((t) => t.id),
+    candidates.map((t) => t.id).filter((id) => !byComment.has(id)),
+    candidates.map((t) => t.id).filter((id) => byComment.has(id)),
   )
   let tasks: Hit[] = candidates.map((t) => ({
     ...summaryOf(t),
@@ -127,6 +129,8 @@ type Ranked = {
   id: string
   rank: number
   archived: boolean
+  /** Matched by its own words (title, description), or by a comment only. */
+  byComment: boolean
 }
 
 /**
@@ -151,7 +155,7 @@ async function bestHits(
   const commentsOnBoard = includeArchived ? '' : 'and not c.task_archived'
   const own = await ctx.db.query<Ranked>(
     `with q as materialized (select to_tsquery('english', $2) as q)
-     select t.id, ts_rank(t.search, q.q) as rank, t.archived
+     select t.id, ts_rank(t.search, q.q) as rank, t.archived, false as "byComment"
        from task_texts t, q
       where t.org_id = $1 and t.search @@ q.q ${onBoard}
       order by rank desc, t.id
@@ -168,7 +172,8 @@ async function bestHits(
   for (let rows = Math.max(need * 4, MIN_HITS); ; rows *= 4) {
     const comments = await ctx.db.query<Ranked>(
       `with q as materialized (select to_tsquery('english', $2) as q)
-       select c.task_id as id, ts_rank(c.search, q.q) as rank, c.task_archived as archived
+       select c.task_id as id, ts_rank(c.search, q.q) as rank, c.task_archived as archived,
+              true as "byComment"
          from comments c, q
         where c.org_id = $1 and c.search @@ q.q ${commentsOnBoard}
         order by rank desc, c.task_id
@@ -242,52 +247,51 @@ async function filterHits(
 }
 
 /**
- * Where each card matched: its title, else its description, else its best comment. The
- * title and description are told apart by the weights of the stored vector (A and B), not
- * by parsing them again.
+ * Where each card matched: for the cards matched by their own words, the title, else the
+ * description (told apart by the weights of the stored vector, A and B, not by parsing them
+ * again; words split between both show in the description); for the cards matched by a
+ * comment only, their best comment. Only the snippets shown are made.
  */
 async function matchesOf(
   ctx: ActionContext,
   words: readonly string[],
-  ids: readonly string[],
+  byWords: readonly string[],
+  byComment: readonly string[],
 ): Promise<Map<string, Match>> {
-  if (ids.length === 0) return new Map()
   const query = tsQueryOf(words)
+  const none = Promise.resolve([])
   const [texts, comments] = await Promise.all([
-    ctx.db.query<{ id: string; field: 'title' | 'description' | null; snippet: string | null }>(
-      `with q as materialized (
-         select to_tsquery('english', $3) as q, to_tsquery('english', $4) as title,
-                to_tsquery('english', $5) as description),
-       m as (
-         select t.id, t.title, t.description,
-                case when t.search @@ q.title then 'title'
-                     when t.search @@ q.description then 'description' end as field
-           from task_texts t, q
-          where t.id = any($1::uuid[]) and t.org_id = $2)
-       select m.id, m.field,
-              case m.field when 'title' then ts_headline('english', m.title, q.q, ${HEADLINE})
-                           when 'description'
-                             then ts_headline('english', m.description, q.q, ${HEADLINE}) end
-                as snippet
-         from m, q`,
-      [ids, ctx.orgId, query, tsQueryOf(words, 'A'), tsQueryOf(words, 'B')],
-    ),
-    ctx.db.query<{ task_id: string; id: string; snippet: string }>(
-      `with q as materialized (select to_tsquery('english', $3) as q)
+    byWords.length === 0
+      ? none
+      : ctx.db.query<{ id: string; field: 'title' | 'description'; snippet: string }>(
+          `with q as materialized (
+             select to_tsquery('english', $3) as q, to_tsquery('english', $4) as title)
+           select t.id, f.field,
+                  ts_headline('english', case f.field when 'title' then t.title
+                                                      else t.description end, q.q, ${HEADLINE})
+                    as snippet
+             from task_texts t, q,
+                  lateral (select case when t.search @@ q.title then 'title'
+                                       else 'description' end as field) f
+            where t.id = any($1::uuid[]) and t.org_id = $2`,
+          [byWords, ctx.orgId, query, tsQueryOf(words, 'A')],
+        ),
+    byComment.length === 0
+      ? none
+      : ctx.db.query<{ task_id: string; id: string; snippet: string }>(
+          `with q as materialized (select to_tsquery('english', $3) as q)
        select distinct on (c.task_id) c.task_id, c.id,
               ts_headline('english', c.body, q.q, ${HEADLINE}) as snippet
          from comments c, q
         where c.task_id = any($1::uuid[]) and c.org_id = $2 and c.search @@ q.q
         order by c.task_id, ts_rank(c.search, q.q) desc, c.created_at desc`,
-      [ids, ctx.orgId, query],
-    ),
+          [byComment, ctx.orgId, query],
+        ),
   ])
   const out = new Map<string, Match>()
   for (const c of comments) {
     out.set(c.task_id, { field: 'comment', snippet: c.snippet, commentId: c.id })
   }
-  for (const t of texts) {
-    if (t.field && t.snippet !== null) out.set(t.id, { field: t.field, snippet: t.snippet })
-  }
+  for (const t of texts) out.set(t.id, { field: t.field, snippet: t.snippet })
   return out
 }

@@ -111,6 +111,13 @@ describe.each(STORAGES)('search_tasks (%s)', (kind) => {
     expect(typeof comment.match.commentId).toBe('string')
   })
 
+
+  test('words split between a title and its description find the card, its snippet from the description', async () => {
+    const [hit] = (await search({ query: 'flaky weekly' })).tasks
+    expect(hit.id).toBe(ids.login)
+    expect(hit.match.field).toBe('description')
+    expect(hit.match.snippet).toContain('**week**')
+  })
   test('get_board’s filters combine with the words', async () => {
     const second = (columns[1] as { id: string }).id
     expect(await found('guide', { columnId: second })).toEqual([ids.docs])
