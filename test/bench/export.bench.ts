@@ -7,6 +7,7 @@ import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { createApp } from '../../server/app.ts'
 import { loadConfig } from '../../server/config.ts'
+import { createAgentClient } from '../../shared/agent-client.ts'
 import { Person } from '../support/client.ts'
 import { startProcess } from '../support/service-process.ts'
 import { benchStorage, rssMb } from './harness.ts'
@@ -82,11 +83,38 @@ async function addScreenshots(
   }
 }
 
+/** An organisation's archive, written to `file`. */
+async function download(url: string, person: Person, orgId: string, file: string) {
+  const res = await fetch(`${url}/api/app/orgs/${orgId}/export`, {
+    headers: { cookie: person.cookie },
+  })
+  if (res.status !== 200 || !res.body) throw new Error(`export answered ${res.status}`)
+  await pipeline(Readable.fromWeb(res.body as never), createWriteStream(file))
+}
+
+/** Imports the archive in `file` into the person's organisation. */
+async function importInto(
+  url: string,
+  person: Person,
+  file: string,
+): Promise<{ counts?: Record<string, number> }> {
+  const res = await fetch(`${url}/api/app/orgs/${person.orgId}/import`, {
+    method: 'POST',
+    headers: { cookie: person.cookie, 'content-type': 'application/octet-stream' },
+    body: Readable.toWeb(createReadStream(file)) as never,
+    duplex: 'half',
+  } as RequestInit)
+  const answer = (await res.json()) as { counts?: Record<string, number>; error?: string }
+  if (res.status !== 200) throw new Error(`import answered ${res.status}: ${answer.error}`)
+  return answer
+}
+
 export async function run(log: (line: string) => void): Promise<void> {
   const source = await benchStorage('postgres')
   const target = await benchStorage('postgres')
   const dir = await mkdtemp(join(tmpdir(), 'cb-export-bench-'))
   const file = join(dir, 'org.tar.gz')
+  const small = join(dir, 'small.tar.gz')
   try {
     const config = {
       ...loadConfig({ ...process.env, ...source.env }),
@@ -123,17 +151,20 @@ export async function run(log: (line: string) => void): Promise<void> {
     try {
       const warm = await fetch(`${from.url}/api/app/me`, { headers: { cookie: admin.cookie } })
       await warm.arrayBuffer()
-      // The first export loads the board and compiles the code; the second is a running
-      // server's (the growth the issue bounds).
+      // What holding the board costs, apart: a running server holds it while anyone looks.
+      const before = await rssMb(from.child.pid)
+      const api = createAgentClient({ url: from.url, apiKey: org.key })
+      await api.get_board({ summary: true, limit: 1 })
+      log(
+        `the board loaded (${SHAPE.onBoard.toLocaleString('en')} cards): server RSS ${before.toFixed(0)} → ${(await rssMb(from.child.pid)).toFixed(0)} MB`,
+      )
+      // The first export also compiles the code it runs; the second is a running server's
+      // (the growth the issue bounds).
       for (const which of ['first export', 'second export']) {
         const before = await rssMb(from.child.pid)
         const peak = sampler(from.child.pid)
         const e0 = performance.now()
-        const res = await fetch(`${from.url}/api/app/orgs/${org.orgId}/export`, {
-          headers: { cookie: admin.cookie },
-        })
-        if (res.status !== 200 || !res.body) throw new Error(`export answered ${res.status}`)
-        await pipeline(Readable.fromWeb(res.body as never), createWriteStream(file))
+        await download(from.url, admin, org.orgId, file)
         const seconds = (performance.now() - e0) / 1000
         const top = await peak.stop()
         const size = (await stat(file)).size / 1024 / 1024
@@ -141,6 +172,9 @@ export async function run(log: (line: string) => void): Promise<void> {
           `${which}: ${size.toFixed(1)} MB in ${seconds.toFixed(1)} s (${(size / seconds).toFixed(1)} MB/s); server RSS ${before.toFixed(0)} → peak ${top.toFixed(0)} MB (+${(top - before).toFixed(0)} MB)`,
         )
       }
+      const fresh = new Person(from.url)
+      await fresh.signUp()
+      await download(from.url, fresh, fresh.orgId, small)
     } finally {
       await from.stop()
     }
@@ -153,21 +187,23 @@ export async function run(log: (line: string) => void): Promise<void> {
       IMPORT_MAX_BYTES: String(4 * 1024 * 1024 * 1024),
     })
     try {
+      // A first, small import runs the code once (compiled, the compaction thread started):
+      // the growth measured next is a running server's.
+      const first = new Person(to.url)
+      await first.signUp()
+      const warm0 = await rssMb(to.child.pid)
+      await importInto(to.url, first, small)
+      log(
+        `a first, small import (a new organisation's): server RSS ${warm0.toFixed(0)} → ${(await rssMb(to.child.pid)).toFixed(0)} MB`,
+      )
       const person = new Person(to.url)
       await person.signUp()
       const before = await rssMb(to.child.pid)
       const peak = sampler(to.child.pid)
       const i0 = performance.now()
-      const res = await fetch(`${to.url}/api/app/orgs/${person.orgId}/import`, {
-        method: 'POST',
-        headers: { cookie: person.cookie, 'content-type': 'application/octet-stream' },
-        body: Readable.toWeb(createReadStream(file)) as never,
-        duplex: 'half',
-      } as RequestInit)
-      const answer = (await res.json()) as { counts?: Record<string, number>; error?: string }
+      const answer = await importInto(to.url, person, file)
       const seconds = (performance.now() - i0) / 1000
       const top = await peak.stop()
-      if (res.status !== 200) throw new Error(`import answered ${res.status}: ${answer.error}`)
       const size = (await stat(file)).size / 1024 / 1024
       log(
         `import: ${size.toFixed(1)} MB in ${seconds.toFixed(1)} s (${(size / seconds).toFixed(1)} MB/s); server RSS ${before.toFixed(0)} → peak ${top.toFixed(0)} MB (+${(top - before).toFixed(0)} MB); ${answer.counts?.archived} archived, ${answer.counts?.comments} comments, ${answer.counts?.files} files`,
