@@ -111,7 +111,6 @@ describe.each(STORAGES)('search_tasks (%s)', (kind) => {
     expect(typeof comment.match.commentId).toBe('string')
   })
 
-
   test('words split between a title and its description find the card, its snippet from the description', async () => {
     const [hit] = (await search({ query: 'flaky weekly' })).tasks
     expect(hit.id).toBe(ids.login)
