@@ -6,6 +6,7 @@ import type { Db } from '../persistence/types.ts'
 import { OAuthSweeper } from './auth/oauth-sweep.ts'
 import { sharedSecret } from './auth/secrets.ts'
 import { Descriptions } from './board/descriptions.ts'
+import { ClaimsFollower } from './claims/follow.ts'
 import { type Clock, systemClock } from './clock.ts'
 import type { Config } from './config.ts'
 import { ApiError } from './errors.ts'
@@ -130,6 +131,11 @@ export async function createApp(
     redis: config.redisUrl ? { url: config.redisUrl, prefix: config.redisPrefix } : undefined,
     metrics,
     peopleFlushMs: options.peopleFlushMs,
+    sharedBoardLoaded: (document, orgId) => claimsFollower.watch(document, orgId),
+  })
+  const claimsFollower = new ClaimsFollower({
+    write: (docName, origin, fn) => live.write(docName, origin, fn),
+    log,
   })
   authenticate = syncAuthenticator({ db, live, syncSecret })
   const webhooks = new Webhooks({ db, log, config, metrics }, options.webhooks)

@@ -99,6 +99,11 @@ export class LiveDocs {
     metrics?: Metrics | undefined
     /** How long people's edits wait to be stored when no write takes them (tests widen it). */
     peopleFlushMs?: number | undefined
+    /**
+     * Told of each board document loaded when documents are shared with other processes
+     * (server/claims/follow.ts keeps its claims on Postgres's).
+     */
+    sharedBoardLoaded?: (document: Y.Doc, orgId: string) => void
   }) {
     this.db = options.db
     this.peopleFlushMs = options.peopleFlushMs
@@ -133,6 +138,7 @@ export class LiveDocs {
           if (bytes !== undefined) this.storedBytes.set(documentName, bytes + update.length)
         })
         this.reviewer?.watch(document)
+        if (ref.kind === 'board' && options.redis) options.sharedBoardLoaded?.(document, ref.orgId)
       },
       afterLoadDocument: async ({ documentName }) => {
         const ref = parseDocName(documentName)
