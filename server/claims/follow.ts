@@ -23,6 +23,8 @@ import { type ClaimRow, storedClaimFromRow } from './locks.ts'
 
 /** How long changed entries gather before one check reads them (ms). */
 const GATHER_MS = 20
+/** How long a check that failed waits before the next try (ms). */
+const RETRY_MS = 1_000
 
 export interface FollowHost {
   write<T>(
@@ -48,15 +50,24 @@ export class ClaimsFollower {
       if ((tr.origin as { source?: unknown } | null)?.source !== 'redis') return
       const keys = tr.changed.get(claims as never)
       if (!keys || keys.size === 0) return
-      let ids = this.due.get(orgId)
-      if (!ids) {
-        ids = new Set()
-        this.due.set(orgId, ids)
-        const timer = setTimeout(() => void this.check(orgId), GATHER_MS)
-        timer.unref()
-      }
-      for (const key of keys) if (key !== null) ids.add(key)
+      this.gather(
+        orgId,
+        [...keys].filter((key): key is string => key !== null),
+        GATHER_MS,
+      )
     })
+  }
+
+  /** Adds cards to the organisation's next check, due in `ms` if none is due yet. */
+  private gather(orgId: string, taskIds: readonly string[], ms: number): void {
+    let ids = this.due.get(orgId)
+    if (!ids) {
+      ids = new Set()
+      this.due.set(orgId, ids)
+      const timer = setTimeout(() => void this.check(orgId), ms)
+      timer.unref()
+    }
+    for (const id of taskIds) ids.add(id)
   }
 
   /** Writes Postgres's claim into the board wherever the entry differs from it. */
@@ -85,12 +96,12 @@ export class ClaimsFollower {
             boardMaps(doc).claims.set(row.task_id, storedClaimFromRow(row, now))
         })
       })
-      .catch((error: unknown) =>
-        this.host.log.error(
-          `checking the board's claims of ${orgId} against Postgres failed`,
-          error,
-        ),
-      )
+      .catch((error: unknown) => {
+        // Checked again in a moment (a re-base under way, the database away): the entries
+        // may still differ from Postgres, and nothing else would look at them again.
+        this.host.log.info(`checking the board's claims of ${orgId} failed; again soon`, error)
+        this.gather(orgId, ids, RETRY_MS)
+      })
   }
 }
 

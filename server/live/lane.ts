@@ -276,6 +276,8 @@ export class OrgLane {
     if (isConnectionError(cause)) throw new StorageUnavailable(cause)
     const rebased = rebasedDocOf(cause)
     if (rebased) throw documentRebased(rebased)
+    // Built on a write refused as one to send again (503: nothing was written), it is too.
+    if (cause instanceof ApiError && cause.status === 503) throw cause
     throw new Error(
       `an earlier write of ${this.orgId} failed to commit; this one was built on it`,
       { cause },
