@@ -33,61 +33,53 @@ describe.each(STORAGES)("a card's stats follow its thread (%s)", (kind) => {
   })
   afterAll(() => server.close())
 
-  const comment = (doc: Y.Doc, taskId: string, body: string) => {
-    const m = new Y.Map<unknown>()
-    m.set('taskId', taskId)
-    m.set('body', body)
-    cardMaps(doc).comments.set(crypto.randomUUID(), m)
+  /**
+   * A person comments on the card through its own document while nobody holds the board:
+   * a re-base first drops the board's copy from memory. Their edit is stored before this
+   * returns.
+   */
+  const commentWhileBoardAway = async (taskId: string, body: string) => {
+    const thread = await connectProvider(
+      server.url,
+      cardDocName(owner.orgId, taskId),
+      await owner.syncToken(),
+    )
+    try {
+      await server.app.live.rebase(boardDocName(owner.orgId))
+      const m = new Y.Map<unknown>()
+      m.set('taskId', taskId)
+      m.set('body', body)
+      cardMaps(thread.doc).comments.set(crypto.randomUUID(), m)
+      await eventually(() => (thread.provider.hasUnsyncedChanges ? undefined : true), 10_000)
+      await server.app.live.flushPeople(owner.orgId)
+    } finally {
+      thread.destroy()
+    }
   }
 
   test("a person's comment on an archived card while its board is not in memory counts in the archived card's stats", async () => {
     const { task } = await agent.ok('create_task', { columnId, title: 'Archived, then discussed' })
     await agent.ok('archive_task', { taskId: task.id })
-    const thread = await connectProvider(
-      server.url,
-      cardDocName(owner.orgId, task.id),
-      await owner.syncToken(),
-    )
-    try {
-      // Nobody holds the board: a re-base drops its copy from memory.
-      await server.app.live.rebase(boardDocName(owner.orgId))
-      comment(thread.doc, task.id, 'Still worth a look')
-      await eventually(() => (thread.provider.hasUnsyncedChanges ? undefined : true), 10_000)
-      await server.app.live.flushPeople(owner.orgId)
-      await eventuallyAsync(async () => {
-        const [row] = await server.storage.db.query<{ record: { stats?: unknown } }>(
-          'select record from archived_tasks where id = $1',
-          [task.id],
-        )
-        return asStats(row?.record.stats).commentCount === 1 ? true : undefined
-      }, 10_000)
-      const { task: read } = await agent.ok('get_task', { taskId: task.id })
-      expect(read).toMatchObject({ commentCount: 1, lastCommentBy: 'human' })
-    } finally {
-      thread.destroy()
-    }
+    await commentWhileBoardAway(task.id, 'Still worth a look')
+    await eventuallyAsync(async () => {
+      const [row] = await server.storage.db.query<{ record: { stats?: unknown } }>(
+        'select record from archived_tasks where id = $1',
+        [task.id],
+      )
+      return asStats(row?.record.stats).commentCount === 1 ? true : undefined
+    }, 10_000)
+    const { task: read } = await agent.ok('get_task', { taskId: task.id })
+    expect(read).toMatchObject({ commentCount: 1, lastCommentBy: 'human' })
   })
 
   test("a person's comment on a card while its board is not in memory counts in the board card's stats", async () => {
     const { task } = await agent.ok('create_task', { columnId, title: 'Discussed' })
-    const thread = await connectProvider(
-      server.url,
-      cardDocName(owner.orgId, task.id),
-      await owner.syncToken(),
-    )
-    try {
-      await server.app.live.rebase(boardDocName(owner.orgId))
-      comment(thread.doc, task.id, 'A first thought')
-      await eventually(() => (thread.provider.hasUnsyncedChanges ? undefined : true), 10_000)
-      await server.app.live.flushPeople(owner.orgId)
-      await eventuallyAsync(async () => {
-        const stats = await server.app.live.read(boardDocName(owner.orgId), (doc) =>
-          asStats(boardMaps(doc).tasks.get(task.id)?.get('stats')),
-        )
-        return stats.commentCount === 1 ? true : undefined
-      }, 10_000)
-    } finally {
-      thread.destroy()
-    }
+    await commentWhileBoardAway(task.id, 'A first thought')
+    await eventuallyAsync(async () => {
+      const stats = await server.app.live.read(boardDocName(owner.orgId), (doc) =>
+        asStats(boardMaps(doc).tasks.get(task.id)?.get('stats')),
+      )
+      return stats.commentCount === 1 ? true : undefined
+    }, 10_000)
   })
 })
