@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import * as Y from 'yjs'
 import type { Db, Queryable } from '../../persistence/types.ts'
 import { orgIdOf, parseDocName } from '../../shared/doc-names.ts'
@@ -55,6 +56,8 @@ export async function rebase(services: RebaseServices, docName: string): Promise
   const lane = services.lane(orgIdOf(docName))
   const entry = await registry.acquire(docName)
   let handle: number | undefined
+  /** The next generation's snapshot, stored ahead of the swap (see below). */
+  let staged: string | undefined
   try {
     const rows = await storedSince(db, docName, '0')
     let lastId = rows.at(-1)?.id ?? '0'
@@ -83,8 +86,17 @@ export async function rebase(services: RebaseServices, docName: string): Promise
     const caughtSv = Y.decodeStateVector(Y.encodeStateVector(live))
     const snapshot = await compactor.carry(built.handle, caught, true)
     const packed = await packBase(base)
+    // The new generation's snapshot is stored now, under a name of its own that nothing
+    // loads, and the swap only renames it: with the lane held, a megabyte's insert cost
+    // PGlite 120-220 ms. A re-base that fails takes its row away again.
+    staged = `${docName}#rebase:${randomUUID()}`
+    await db.query('insert into doc_updates (doc_name, data, level) values ($1, $2, $3)', [
+      staged,
+      Buffer.from(snapshot),
+      LEVEL.snapshot,
+    ])
 
-    return await lane.alone(async () => {
+    const done = await lane.alone(async () => {
       const started = performance.now()
       if (live.isDestroyed) throw new Error(`${docName} was unloaded while it was re-based`)
       if (generationOf(live) !== built.generation) {
@@ -104,11 +116,11 @@ export async function rebase(services: RebaseServices, docName: string): Promise
         const added =
           edits.length > 0 ? await compactor.carry(built.handle, edits, false) : undefined
         await tx.query('delete from doc_updates where doc_name = $1', [docName])
-        await tx.query('insert into doc_updates (doc_name, data, level) values ($1, $2, $3)', [
-          docName,
-          Buffer.from(snapshot),
-          LEVEL.snapshot,
-        ])
+        const renamed = await tx.query(
+          'update doc_updates set doc_name = $1 where doc_name = $2 returning id',
+          [docName, staged],
+        )
+        if (renamed.length !== 1) throw new Error(`${docName}: its staged snapshot is gone`)
         if (added) {
           await tx.query('insert into doc_updates (doc_name, data, level) values ($1, $2, $3)', [
             docName,
@@ -136,7 +148,14 @@ export async function rebase(services: RebaseServices, docName: string): Promise
         heldMs: performance.now() - started,
       }
     })
+    staged = undefined
+    return done
   } finally {
+    if (staged !== undefined) {
+      await db
+        .query('delete from doc_updates where doc_name = $1', [staged])
+        .catch((error: unknown) => services.log.error(`removing ${staged} failed`, error))
+    }
     if (handle !== undefined) void compactor.release(handle)
     registry.release(entry)
   }

@@ -73,6 +73,13 @@ describe.each(STORAGES)('re-basing a live document (%s)', (kind) => {
         [name],
       )
     )[0]?.n ?? 0
+  /** Snapshots stored ahead of a swap and not renamed (a re-base leaves none). */
+  const stagedRows = async () =>
+    (
+      await server.storage.db.query<{ n: number }>(
+        "select count(*)::int as n from doc_updates where doc_name like '%#rebase:%'",
+      )
+    )[0]?.n ?? 0
   const endedGeneration = async (name: string, generation: number) => {
     const res = await owner.request<Ended>(
       'GET',
@@ -116,6 +123,8 @@ describe.each(STORAGES)('re-basing a live document (%s)', (kind) => {
     expect(done.generation).toBe(1)
     const bytesAfter = await storedBytes(board())
     expect(bytesAfter).toBeLessThan(bytesBefore / 2)
+    // The snapshot was stored ahead under a name of its own, then renamed in the swap.
+    expect(await stagedRows()).toBe(0)
     const after = await agent.ok('get_board', {})
     expect(after.tasks).toEqual(before.tasks)
     expect(after.columns).toEqual(before.columns)
@@ -379,6 +388,31 @@ describe.each(STORAGES)('re-basing a live document (%s)', (kind) => {
     const { task } = await agent.ok('get_task', { taskId: rows[0]?.id })
     expect(task.archivedAt).not.toBeNull()
   }, 180_000)
+
+  test('a re-base that fails in its swap changes nothing: the same generation, the same board, no staged snapshot left', async () => {
+    const { task } = await agent.ok('create_task', { columnId, title: 'Before a failed re-base' })
+    const before = await agent.ok('get_board', {})
+    const generation = await server.app.live.read(board(), (doc) => generationOf(doc))
+    const db = server.storage.db
+    await db.query(`create or replace function refuse_rename() returns trigger language plpgsql as $$
+      begin raise exception 'injected: no rename'; end $$`)
+    await db.query(
+      'create trigger refuse_rename before update of doc_name on doc_updates for each row execute function refuse_rename()',
+    )
+    try {
+      await expect(server.app.live.rebase(board())).rejects.toThrow(/injected: no rename/)
+    } finally {
+      await db.query('drop trigger refuse_rename on doc_updates')
+      await db.query('drop function refuse_rename()')
+    }
+    expect(await stagedRows()).toBe(0)
+    expect(await server.app.live.read(board(), (doc) => generationOf(doc))).toBe(generation)
+    expect((await agent.ok('get_board', {})).tasks).toEqual(before.tasks)
+    await agent.ok('update_task', { taskId: task.id, title: 'After a failed re-base' })
+    const done = await server.app.live.rebase(board())
+    expect(done.generation).toBe(generation + 1)
+    expect(await stagedRows()).toBe(0)
+  })
 
   test('an ended generation of another organisation, or a name that is not a document, is refused', async () => {
     const other = `${crypto.randomUUID()}/board`
