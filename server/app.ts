@@ -90,6 +90,11 @@ export async function createApp(
     logDestination?: LogDestination
     /** How long people's edits wait to be stored when no write takes them (tests widen it). */
     peopleFlushMs?: number
+    /**
+     * Compaction's thread at normal priority: for tests that wait on it, which a whole suite
+     * on two cores would otherwise starve (it runs at the lowest priority in service).
+     */
+    compactionAtNormalPriority?: boolean
   } = {},
 ): Promise<App> {
   const log = createLogger(config.logLevel, options.logDestination)
@@ -131,6 +136,7 @@ export async function createApp(
     redis: config.redisUrl ? { url: config.redisUrl, prefix: config.redisPrefix } : undefined,
     metrics,
     peopleFlushMs: options.peopleFlushMs,
+    compactionLowPriority: options.compactionAtNormalPriority !== true,
     sharedBoardLoaded: (document, orgId) => claimsFollower.watch(document, orgId),
   })
   const claimsFollower = new ClaimsFollower({

@@ -20,6 +20,8 @@ type Done<Op> = Extract<CompactionReply, { op: Op }>
 const IDLE_MS = 3_000
 
 export class Compactor {
+  /** The thread runs at the lowest priority unless told otherwise (tests that wait on it). */
+  private readonly lowPriority: boolean
   private worker: Worker | undefined
   private idleTimer: NodeJS.Timeout | undefined
   private nextId = 0
@@ -29,6 +31,10 @@ export class Compactor {
     number,
     { resolve: (reply: CompactionReply) => void; reject: (error: Error) => void }
   >()
+
+  constructor(options: { lowPriority?: boolean } = {}) {
+    this.lowPriority = options.lowPriority !== false
+  }
 
   /**
    * One snapshot replayed from a document's updates (deleted content dropped), and the size
@@ -94,7 +100,9 @@ export class Compactor {
 
   private start(): Worker {
     if (this.worker) return this.worker
-    const worker = new Worker(new URL('./compaction.worker.ts', import.meta.url))
+    const worker = new Worker(new URL('./compaction.worker.ts', import.meta.url), {
+      workerData: { lowPriority: this.lowPriority },
+    })
     worker.unref()
     worker.on('message', (reply: CompactionReply) => {
       const job = this.waiting.get(reply.id)

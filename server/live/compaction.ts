@@ -44,16 +44,17 @@ const DOMINATED_MIN_BYTES = 16 * 1024
 export class Compaction {
   private readonly db: Db
   private readonly log: Logger
-  readonly compactor = new Compactor()
+  readonly compactor: Compactor
   /** Told when a snapshot finds a document dominated by tombstones: re-base it. */
   onDominated: ((docName: string) => void) | undefined
   private readonly docs = new Map<string, DocRows>()
   private readonly running = new Set<Promise<void>>()
   private closed = false
 
-  constructor(db: Db, log: Logger) {
+  constructor(db: Db, log: Logger, options: { lowPriority?: boolean } = {}) {
     this.db = db
     this.log = log
+    this.compactor = new Compactor(options)
   }
 
   private state(docName: string): DocRows {

@@ -1,5 +1,5 @@
 import { setPriority } from 'node:os'
-import { parentPort } from 'node:worker_threads'
+import { parentPort, workerData } from 'node:worker_threads'
 import * as Y from 'yjs'
 import { parseDocName } from '../../shared/doc-names.ts'
 import { type CarriedEdit, carry, docJson, generationOf, rebuilt } from '../../shared/rebase.ts'
@@ -7,9 +7,11 @@ import { mergedOf, replay } from './doc-store.ts'
 
 // The lowest priority, for this thread only (Linux applies it per thread): on a busy
 // machine a compaction waits rather than slowing requests. Nothing to do where refused.
-try {
-  setPriority(19)
-} catch {}
+if ((workerData as { lowPriority?: boolean } | null)?.lowPriority !== false) {
+  try {
+    setPriority(19)
+  } catch {}
+}
 
 export type CompactionJob =
   | { id: number; op: 'merge'; updates: Uint8Array[] }

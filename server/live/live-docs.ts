@@ -55,6 +55,10 @@ const SYNC_REPLY = 4
  * - Scale-out: with Redis, several processes share live documents (redis.ts) and close
  *   each other's connections when access is revoked (connection-control.ts).
  */
+/** Tries of a re-base compaction asked for, and the wait between them (ms). */
+const REBASE_ATTEMPTS = 5
+const REBASE_RETRY_MS = 3_000
+
 export class LiveDocs {
   readonly hocuspocus: Hocuspocus<ConnectionContext>
   private readonly registry: DocRegistry
@@ -86,6 +90,9 @@ export class LiveDocs {
   private readonly ended = new Map<string, Set<number>>()
   /** Re-bases under way in this process, by document. */
   private readonly rebasing = new Map<string, Promise<Rebased>>()
+  /** Re-bases compaction asked for that failed, due again. */
+  private readonly rebaseRetries = new Set<NodeJS.Timeout>()
+  private closing = false
 
   constructor(options: {
     db: Db
@@ -104,13 +111,17 @@ export class LiveDocs {
      * (server/claims/follow.ts keeps its claims on Postgres's).
      */
     sharedBoardLoaded?: (document: Y.Doc, orgId: string) => void
+    /** Compaction's thread at the lowest priority (the default) or not (tests waiting on it). */
+    compactionLowPriority?: boolean
   }) {
     this.db = options.db
     this.peopleFlushMs = options.peopleFlushMs
     this.claimsInMemory = options.redis === undefined
     this.log = options.log
     this.metrics = options.metrics
-    this.compaction = new Compaction(this.db, this.log)
+    this.compaction = new Compaction(this.db, this.log, {
+      lowPriority: options.compactionLowPriority,
+    })
     const extension: Extension = {
       onAuthenticate: async ({ token, documentName }: onAuthenticatePayload) => {
         const ref = parseDocName(documentName)
@@ -215,11 +226,7 @@ export class LiveDocs {
       loaded: (docName) => this.registry.loaded(docName),
       write: (docName, origin, fn, opens) => this.write(docName, origin, fn, opens),
     })
-    this.compaction.onDominated = (docName) => {
-      this.rebase(docName).catch((error: unknown) => {
-        this.log.error(`re-basing ${docName} failed; the next snapshot tries again`, error)
-      })
-    }
+    this.compaction.onDominated = (docName) => this.rebaseDominated(docName, 0)
     this.control = new ConnectionControl({
       closeHere: (target) => this.closeHere(target),
       noticeHere: (notice) => this.noticeHere(notice),
@@ -375,6 +382,28 @@ export class LiveDocs {
   }
 
   /**
+   * Re-bases a document compaction found dominated by tombstones. A failure (a write of the
+   * organisation failing meanwhile, the database away) is tried again a few seconds later,
+   * a few times: the next snapshot, which would ask again, may be a long way off when
+   * nobody writes.
+   */
+  private rebaseDominated(docName: string, attempt: number): void {
+    this.rebase(docName).catch((error: unknown) => {
+      if (this.closing || attempt >= REBASE_ATTEMPTS - 1) {
+        this.log.error(`re-basing ${docName} failed; the next snapshot tries again`, error)
+        return
+      }
+      this.log.info(`re-basing ${docName} failed; again in ${REBASE_RETRY_MS} ms`, error)
+      const timer = setTimeout(() => {
+        this.rebaseRetries.delete(timer)
+        this.rebaseDominated(docName, attempt + 1)
+      }, REBASE_RETRY_MS)
+      timer.unref()
+      this.rebaseRetries.add(timer)
+    })
+  }
+
+  /**
    * This process's copy of a re-based document is of an ended generation: people's pending
    * edits of it are dropped (their apps carry them across), and its connections close with
    * the reason "re-based".
@@ -471,6 +500,9 @@ export class LiveDocs {
 
   /** Stores everything pending and unloads every document (graceful shutdown). */
   async close(): Promise<void> {
+    this.closing = true
+    for (const timer of this.rebaseRetries) clearTimeout(timer)
+    this.rebaseRetries.clear()
     // Unloading would tell Redis (unsubscribe, locks): nothing it needs (see letGo).
     this.shared?.letGo()
     this.hocuspocus.closeConnections()
