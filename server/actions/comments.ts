@@ -3,10 +3,10 @@ import * as Y from 'yjs'
 import type { ActionInput, ActionResults } from '../../shared/actions.ts'
 import { cardMaps, readComment } from '../../shared/card-doc.ts'
 import { cardDocName } from '../../shared/doc-names.ts'
+import { cardDoc, followStats, openCard } from '../board/card-thread.ts'
 import { requireComment } from '../board/history.ts'
 import { stampAfter } from '../board/stamps.ts'
 import { forbidden, notFound } from '../errors.ts'
-import { cardDoc, followStats, openCard } from './cards.ts'
 import type { ActionContext } from './context.ts'
 
 /**

@@ -2,11 +2,11 @@ import { randomUUID } from 'node:crypto'
 import * as Y from 'yjs'
 import type { ActionInput, ActionResults } from '../../shared/actions.ts'
 import { cardMaps, readAttachment } from '../../shared/card-doc.ts'
+import { cardDoc, followStats, openCard } from '../board/card-thread.ts'
 import { badRequest } from '../errors.ts'
 import { storeImage } from '../files/attachments.ts'
 import { safeFilename } from '../files/filename.ts'
 import { type ImageInfo, validateImage } from '../images/validate.ts'
-import { cardDoc, followStats, openCard } from './cards.ts'
 import type { ActionContext } from './context.ts'
 
 /**

@@ -6,8 +6,8 @@ import { cardDocName, type DocRef, parseDocName } from '../../shared/doc-names.t
 import { encodeNotice, type Revert } from '../../shared/live-protocol.ts'
 import { generationOf } from '../../shared/rebase.ts'
 import { BoardView } from '../board/board-view.ts'
+import { findCard, followStats } from '../board/card-thread.ts'
 import type { Descriptions } from '../board/descriptions.ts'
-import { lockArchived } from '../board/history.ts'
 import { textOps } from '../board/texts.ts'
 import { HistoryCollector, historyActor } from '../live/card-history.ts'
 import type { ConnectionContext } from '../live/doc-registry.ts'
@@ -279,16 +279,12 @@ export class PeopleEdits implements EditReviewer {
         boardDocName(orgId),
         { type: 'server', orgId },
         async (w) => {
-          const card = boardMaps(w.doc).tasks.get(taskId)
-          const archived = card ? undefined : await lockArchived(w, orgId, taskId)
-          const was = card ? asStats(card.get('stats')) : archived?.stats
-          if (!was) return
-          const stats = statsOf(w.open(cardDoc))
-          if (sameStats(was, stats)) return
-          if (card) {
-            w.mutate(() => card.set('stats', stats))
-            w.changed('task', taskId)
-          } else w.row({ t: 'archived_stats', id: taskId, rec: stats })
+          const card = await findCard(w, orgId, taskId)
+          if (!card) return
+          const was = card.board ? asStats(card.board.get('stats')) : card.archived?.stats
+          if (was && sameStats(was, statsOf(card.doc))) return
+          followStats(w, taskId, card)
+          if (card.board) w.changed('task', taskId)
         },
         [cardDoc],
       )

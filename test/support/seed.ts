@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import * as Y from 'yjs'
-import { followStats, openCard } from '../../server/actions/cards.ts'
+import { followStats, openCard } from '../../server/board/card-thread.ts'
 import type { LiveDocs } from '../../server/live/live-docs.ts'
 import type { WriteScope } from '../../server/live/write-scope.ts'
 import { cardMaps, readAttachment, readComment } from '../../shared/card-doc.ts'

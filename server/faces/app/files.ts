@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { cardMaps } from '../../../shared/card-doc.ts'
 import { isUuid } from '../../../shared/ids.ts'
-import { cardDoc, followStats, openCard } from '../../actions/cards.ts'
+import { cardDoc, followStats, openCard } from '../../board/card-thread.ts'
 import { attachmentsByIds } from '../../board/history.ts'
 import { ApiError } from '../../errors.ts'
 import { checkFileLink, fileLinkSecret, signFileLink } from '../../files/links.ts'
