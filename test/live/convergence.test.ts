@@ -255,24 +255,29 @@ describe.each(STORAGES)('live documents converge whatever people and agents do (
   /** Everyone online, every edit sent and answered, people's edits stored. */
   async function settle(): Promise<void> {
     for (const c of clients) await goOnline(c)
-    while (moving.size > 0) await Promise.all(moving)
-    await eventually(
-      () =>
-        clients.every((c) => providers(c).every((p) => p.synced && !p.hasUnsyncedChanges))
-          ? true
-          : undefined,
-      20_000,
-    ).catch((error: unknown) => {
-      const stuck = clients.flatMap((c, i) =>
-        providers(c)
-          .filter((p) => !p.synced || p.hasUnsyncedChanges)
-          .map(
-            (p) =>
-              `client ${i} ${p.configuration.name}: synced ${p.synced}, unsynced ${p.unsyncedChanges}`,
-          ),
-      )
-      throw new Error(`not settled: ${stuck.join('; ')}`, { cause: error })
-    })
+    // A copy closed as re-based while this waits is replaced by a fresh one at once, which
+    // may be synced before the edits are carried onto it: done only when nothing is moving.
+    do {
+      while (moving.size > 0) await Promise.all(moving)
+      await eventually(
+        () =>
+          moving.size === 0 &&
+          clients.every((c) => providers(c).every((p) => p.synced && !p.hasUnsyncedChanges))
+            ? true
+            : undefined,
+        20_000,
+      ).catch((error: unknown) => {
+        const stuck = clients.flatMap((c, i) =>
+          providers(c)
+            .filter((p) => !p.synced || p.hasUnsyncedChanges)
+            .map(
+              (p) =>
+                `client ${i} ${p.configuration.name}: synced ${p.synced}, unsynced ${p.unsyncedChanges}`,
+            ),
+        )
+        throw new Error(`not settled: ${stuck.join('; ')}`, { cause: error })
+      })
+    } while (moving.size > 0)
     await server.app.live.flushPeople(owner.orgId)
   }
 
