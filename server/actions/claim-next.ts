@@ -12,6 +12,8 @@ import { project } from './claims.ts'
 import type { ActionContext } from './context.ts'
 
 const NOTHING = { task: null, claim: null }
+/** How many candidates claim_next offers Postgres per statement when Postgres decides. */
+const CANDIDATES_PER_STATEMENT = 32
 
 interface Keyed {
   t: StoredTask
@@ -92,7 +94,7 @@ function queued(
   view: BoardView,
   input: ActionInput<'claim_next'>,
   now: number,
-): { free: () => StoredTask[]; take: () => StoredTask | undefined } {
+): { free: () => Generator<StoredTask>; take: () => StoredTask | undefined } {
   const key = JSON.stringify([
     input.columnId,
     input.projectId,
@@ -105,7 +107,12 @@ function queued(
     return { order: keyed.sort(better).map((k) => k.t), lapseAt }
   })
   return {
-    free: () => queue.order.slice(queue.next).filter((t) => !claimedAt(view, t.id, now)),
+    free: function* () {
+      for (let i = queue.next; i < queue.order.length; i++) {
+        const t = queue.order[i] as StoredTask
+        if (!claimedAt(view, t.id, now)) yield t
+      }
+    },
     take: () => {
       while (queue.next < queue.order.length) {
         const t = queue.order[queue.next++] as StoredTask
@@ -148,16 +155,29 @@ export async function claim_next(
       const after = new BoardView(w.doc, now)
       return { task: after.present(after.requireTask(taskId)), claim }
     }
-    const ids = queued(view, input, now)
-      .free()
-      .map((t) => t.id)
+    // Offered a few at a time, best first: the first ones are nearly always free, and the
+    // statement need not carry (nor Postgres walk) the whole queue each time.
+    const free = queued(view, input, now).free()
+    const next = () => {
+      const ids: string[] = []
+      for (let t = free.next(); !t.done; t = free.next()) {
+        ids.push(t.value.id)
+        if (ids.length === CANDIDATES_PER_STATEMENT) break
+      }
+      return ids
+    }
+    let ids = next()
     if (ids.length === 0) return NOTHING
     await w.beforeClaimLocks()
-    const [picked] = await w.tx.query<{ id: string | null }>(
-      'select claim_candidate($1, $2, $3::text[], $4::timestamptz) as id',
-      [CLAIM_LOCK_SPACE, ctx.orgId, ids, new Date(now).toISOString()],
-    )
-    const taskId = picked?.id
+    let taskId: string | null | undefined
+    while (!taskId && ids.length > 0) {
+      const [picked] = await w.tx.query<{ id: string | null }>(
+        'select claim_candidate($1, $2, $3::text[], $4::timestamptz) as id',
+        [CLAIM_LOCK_SPACE, ctx.orgId, ids, new Date(now).toISOString()],
+      )
+      taskId = picked?.id
+      if (!taskId) ids = next()
+    }
     if (!taskId) return NOTHING
     const row = newClaim(w.tx, { ...r, taskId })
     const claim = project(w, row, now)

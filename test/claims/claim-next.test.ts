@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { CLAIM_LOCK_SPACE } from '../../server/claims/locks.ts'
 import { type Agent, Person } from '../support/client.ts'
 import { expectRefused, ids } from '../support/fixtures.ts'
 import { fleet, scaledOut } from '../support/scaled-out.ts'
@@ -249,4 +250,31 @@ describe('claim_next races on real Postgres, two processes', () => {
     )
     expect(live[0]?.n).toBe(CARDS)
   }, 240_000)
+
+  test('a card another transaction holds the claim lock of is passed over, however many come first in the order', async () => {
+    const { a, storage } = service()
+    const owner = new Person(a.url)
+    await owner.signUp()
+    const { agent, name } = (await fleet(service(), owner, 2, 'queue'))[0] as {
+      agent: Agent
+      name: string
+    }
+    const { columns } = await agent.ok('list_columns')
+    const order: string[] = []
+    for (let i = 0; i < 45; i++) {
+      const { task } = await agent.ok('create_task', { columnId: columns[0].id, title: `q ${i}` })
+      order.push(task.id)
+    }
+    // The first 40 in the order are being claimed elsewhere: their locks are held.
+    const first = await storage.db.transaction(async (tx) => {
+      for (const id of order.slice(0, 40)) {
+        await tx.query('select pg_advisory_xact_lock($1, hashtext($2))', [CLAIM_LOCK_SPACE, id])
+      }
+      return agent.ok('claim_next', { agentName: name })
+    })
+    expect(first.task?.id).toBe(order[40])
+    // Released, the best card is free again.
+    const second = await agent.ok('claim_next', { agentName: name })
+    expect(second.task?.id).toBe(order[0])
+  }, 120_000)
 })
