@@ -30,6 +30,8 @@ interface DocRows {
 
 /** How long compaction leaves a document alone after a failed attempt. */
 const RETRY_MS = 5_000
+/** How long a compaction that found the document being compacted elsewhere waits (ms). */
+const BUSY_RETRY_MS = 2_000
 
 /**
  * A document's stored form is dominated by tombstones when its snapshot is at least twice
@@ -135,6 +137,11 @@ export class Compaction {
           }
     const job = compact(this.db, docName, level, make)
       .then((done) => {
+        if (done === 'busy') {
+          // Another process is compacting it (or it is being re-based): looked at again later.
+          s.retryAt = Date.now() + BUSY_RETRY_MS
+          return
+        }
         if (!done) return
         if (heavy) this.onDominated?.(docName)
         if (level === 1) {

@@ -124,9 +124,11 @@ export interface Compacted {
  * transaction: a reader sees the rows or their replacement, never neither. Working from
  * the stored rows (not a live copy) keeps it safe when other processes append
  * concurrently: rows committed after the read are untouched. An advisory lock keeps two
- * compactions of one document from doing the work twice. `make` does the merging or
- * replaying: the server hands it to a worker thread (compactor.ts), so a big document
- * never stalls the event loop.
+ * compactions of one document from doing the work twice: one that finds it held (another
+ * process compacting, a re-base, a deletion) does nothing and answers 'busy', rather than
+ * wait for a replay that may take seconds. `make` does the merging or replaying: the
+ * server hands it to a worker thread (compactor.ts), so a big document never stalls the
+ * event loop.
  *
  * `level` 1 merges the level-0 rows; level 2 replays every row into a snapshot.
  */
@@ -135,9 +137,13 @@ export async function compact(
   docName: string,
   level: 1 | 2,
   make: (updates: Uint8Array[]) => Promise<Uint8Array>,
-): Promise<Compacted | undefined> {
+): Promise<Compacted | 'busy' | undefined> {
   return db.transaction(async (tx) => {
-    await tx.query('select pg_advisory_xact_lock(hashtext($1))', [docName])
+    const [lock] = await tx.query<{ held: boolean }>(
+      'select pg_try_advisory_xact_lock(hashtext($1)) as held',
+      [docName],
+    )
+    if (!lock?.held) return 'busy'
     const rows = await storedRows(tx, docName, level === 1 ? LEVEL.update : LEVEL.snapshot)
     if (rows.length < 2) return undefined
     const made = await make(rows.map((r) => r.data))

@@ -168,3 +168,50 @@ describe.each(STORAGES)('storage contract (%s)', (kind) => {
     expect(copy.getMap('m').toJSON()).toEqual({ a: 1, b: 2, c: 3 })
   })
 })
+
+/**
+ * Several processes share one Postgres, and each compacts the documents it holds: one
+ * finding a document under compaction elsewhere leaves it alone at once (it used to wait
+ * for the other's replay, seconds on a big board, until its lock timeout failed it).
+ * PGlite is one process's own database: no one else compacts there.
+ */
+describe('compaction beside another process (postgres)', () => {
+  let t: TestDb
+
+  beforeAll(async () => {
+    t = await freshDb('postgres')
+  })
+  afterAll(() => t.drop())
+
+  test('a document being compacted elsewhere is left as it is, without waiting, and compacts once that is done', async () => {
+    const source = new Y.Doc()
+    const updates: Uint8Array[] = []
+    source.on('update', (u: Uint8Array) => updates.push(u))
+    for (let i = 0; i < 20; i++) source.getArray('a').push([i])
+    for (const u of updates) await appendUpdate(t.db, 'contract/elsewhere', u)
+    const rows = () =>
+      t.db.query("select id from doc_updates where doc_name = 'contract/elsewhere'")
+
+    let made = 0
+    const make = async (u: Uint8Array[]) => {
+      made++
+      return snapshotOf(u)
+    }
+    const outcome = await t.db.transaction(async (tx) => {
+      // The other process's compaction holds the document's lock.
+      await tx.query('select pg_advisory_xact_lock(hashtext($1))', ['contract/elsewhere'])
+      // Waiting for that lock here would wait for this very transaction (until the lock
+      // timeout failed it): it answers at once instead.
+      return compact(t.db, 'contract/elsewhere', 2, make)
+    })
+    expect(outcome).toBe('busy')
+    expect(made).toBe(0)
+    expect(await rows()).toHaveLength(20)
+
+    expect(await compact(t.db, 'contract/elsewhere', 2, make)).toMatchObject({ replaced: 20 })
+    expect(await rows()).toHaveLength(1)
+    const copy = new Y.Doc()
+    await loadInto(t.db, 'contract/elsewhere', copy)
+    expect(copy.getArray('a').toJSON()).toEqual(source.getArray('a').toJSON())
+  })
+})
