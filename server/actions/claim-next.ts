@@ -108,6 +108,13 @@ function queued(
   })
   return {
     free: function* () {
+      // Cards claimed at the head stay claimed while the order holds (a release or a lapse
+      // builds it again): passed for good, as `take` does, so asks do not walk them again.
+      while (queue.next < queue.order.length) {
+        const t = queue.order[queue.next] as StoredTask
+        if (!claimedAt(view, t.id, now)) break
+        queue.next++
+      }
       for (let i = queue.next; i < queue.order.length; i++) {
         const t = queue.order[i] as StoredTask
         if (!claimedAt(view, t.id, now)) yield t
