@@ -30,6 +30,7 @@ import { type RegisteredRoute, Router } from './http/router.ts'
 import { unavailableError } from './http/unavailable.ts'
 import { expireBases } from './live/generations.ts'
 import { type Authenticate, LiveDocs } from './live/live-docs.ts'
+import { dropAbandonedStaging } from './live/rebase.ts'
 import { errorCode, Metrics } from './metrics/metrics.ts'
 import { rateBudgets } from './rate-limit/budgets.ts'
 import { RateLimiter } from './rate-limit/limiter.ts'
@@ -191,11 +192,13 @@ export async function createApp(
   })
   const oauthSweeper = new OAuthSweeper({ db, log })
   const idempotencySweeper = new IdempotencySweeper({ db, log, clock })
-  // Ended generations' bases (live/generations.ts): a replica offline longer starts afresh.
+  // Ended generations' bases (live/generations.ts): a replica offline longer starts afresh;
+  // and snapshots staged by re-bases that never swapped (live/rebase.ts).
   const baseSweeper = new Sweeper({
-    what: "ended generations' bases",
+    what: "ended generations' bases and abandoned re-base snapshots",
     log,
-    sweep: () => expireBases(db, new Date(clock.now())),
+    sweep: async () =>
+      (await expireBases(db, new Date(clock.now()))) + (await dropAbandonedStaging(db)),
   })
   // The HTTP API as OpenAPI 3.1: the agent endpoint from the action table, the app API and
   // the files from the routes' own registrations (built once, every route registered).

@@ -176,4 +176,23 @@ function applyStoredSince(live: Y.Doc, rows: Rows, lastId: string): string {
 }
 
 /** The origin of stored rows applied to a live copy about to be re-based. */
+/** How long a staged snapshot may wait for its swap before the sweeper takes it for abandoned. */
+export const STAGED_KEPT_MS = 60 * 60 * 1000
+
+/**
+ * Deletes the staged snapshots of re-bases that never swapped: a process that died between
+ * storing its new generation ahead and renaming it leaves that row behind, and nothing
+ * loads it. A re-base takes seconds, so one staged more than STAGED_KEPT_MS ago is
+ * abandoned; the database's clock dates both (the sweeper).
+ */
+export async function dropAbandonedStaging(q: Queryable): Promise<number> {
+  const rows = await q.query(
+    `delete from doc_updates
+      where doc_name like '%#rebase:%' and created_at < now() - $1 * interval '1 millisecond'
+      returning id`,
+    [STAGED_KEPT_MS],
+  )
+  return rows.length
+}
+
 const REBASE_ORIGIN = { source: 'local', skipStoreHooks: true, context: { rebase: true } }

@@ -1,6 +1,8 @@
 import { HocuspocusProvider, HocuspocusProviderWebsocket } from '@hocuspocus/provider'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import * as Y from 'yjs'
+import { LEVEL } from '../../server/live/doc-store.ts'
+import { dropAbandonedStaging } from '../../server/live/rebase.ts'
 import { boardMaps } from '../../shared/board-doc.ts'
 import { cardMaps } from '../../shared/card-doc.ts'
 import { boardDocName, cardDocName } from '../../shared/doc-names.ts'
@@ -421,6 +423,30 @@ describe.each(STORAGES)('re-basing a live document (%s)', (kind) => {
     const done = await server.app.live.rebase(board())
     expect(done.generation).toBe(generation + 1)
     expect(await stagedRows()).toBe(0)
+  })
+
+  test('a snapshot staged by a re-base that never swapped (its process died) is swept after an hour; one staged now is kept', async () => {
+    const db = server.storage.db
+    const abandoned = `${board()}#rebase:${crypto.randomUUID()}`
+    const inFlight = `${board()}#rebase:${crypto.randomUUID()}`
+    await db.query(
+      `insert into doc_updates (doc_name, data, level, created_at)
+       values ($1, $2, $3, now() - interval '61 minutes')`,
+      [abandoned, Buffer.from([1, 2, 3]), LEVEL.snapshot],
+    )
+    await db.query('insert into doc_updates (doc_name, data, level) values ($1, $2, $3)', [
+      inFlight,
+      Buffer.from([4, 5, 6]),
+      LEVEL.snapshot,
+    ])
+    const boardRows = await storedBytes(board())
+    expect(await dropAbandonedStaging(db)).toBe(1)
+    const left = await db.query<{ doc_name: string }>(
+      "select doc_name from doc_updates where doc_name like '%#rebase:%'",
+    )
+    expect(left.map((r) => r.doc_name)).toEqual([inFlight])
+    expect(await storedBytes(board())).toBe(boardRows)
+    await db.query('delete from doc_updates where doc_name = $1', [inFlight])
   })
 
   test('an ended generation of another organisation, or a name that is not a document, is refused', async () => {
