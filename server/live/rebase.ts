@@ -175,7 +175,6 @@ function applyStoredSince(live: Y.Doc, rows: Rows, lastId: string): string {
   return rows.at(-1)?.id ?? lastId
 }
 
-/** The origin of stored rows applied to a live copy about to be re-based. */
 /** How long a staged snapshot may wait for its swap before the sweeper takes it for abandoned. */
 export const STAGED_KEPT_MS = 60 * 60 * 1000
 
@@ -195,4 +194,5 @@ export async function dropAbandonedStaging(q: Queryable): Promise<number> {
   return rows.length
 }
 
+/** The origin of stored rows applied to a live copy about to be re-based. */
 const REBASE_ORIGIN = { source: 'local', skipStoreHooks: true, context: { rebase: true } }

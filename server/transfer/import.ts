@@ -37,6 +37,25 @@ import { badArchive, readTar } from './tar.ts'
 export interface ImportDeps {
   db: Db
   live: LiveDocs
+  /**
+   * Where the archive is read and written when not on this thread (import-thread.ts: on
+   * Postgres, a worker thread over a connection of its own); unset, importInto runs here.
+   */
+  thread?: ImportThread | undefined
+}
+
+/** Runs importInto elsewhere: same arguments, same answer, same errors. */
+export interface ImportThread {
+  run(
+    target: ImportTarget,
+    body: AsyncIterable<Buffer> | Iterable<Buffer>,
+    options: ImportOptions,
+  ): Promise<ImportReport>
+}
+
+export interface ImportOptions {
+  dryRun: boolean
+  maxBytes: number
 }
 
 export interface ImportTarget {
@@ -435,15 +454,38 @@ function isMalformed(error: unknown): boolean {
 
 /**
  * Reads the archive and, unless `dryRun`, writes it into the organisation. The report says
- * what was (or would be) created and what could not be kept as it was.
+ * what was (or would be) created and what could not be kept as it was. The organisation's
+ * lane is held while it writes; every open copy of its board is replaced afterwards.
  */
 export async function importArchive(
   deps: ImportDeps,
   target: ImportTarget,
   body: AsyncIterable<Buffer> | Iterable<Buffer>,
-  options: { dryRun: boolean; maxBytes: number },
+  options: ImportOptions,
 ): Promise<ImportReport> {
-  const { db, live } = deps
+  const { db, live, thread } = deps
+  const importing = () =>
+    thread ? thread.run(target, body, options) : importInto(db, target, body, options)
+  if (options.dryRun) return importing()
+  const boardName = boardDocName(target.orgId)
+  const lane = live.lane(target.orgId)
+  await live.flushPeople(target.orgId)
+  const report = await lane.alone(importing)
+  // Every process drops its copy of the old board; the app opens the imported one.
+  live.closeConnections({ rebased: boardName })
+  return report
+}
+
+/**
+ * The import itself, touching nothing but `db` (no live state): reads the archive and,
+ * unless `dryRun`, writes it in one transaction. The caller holds the organisation's lane.
+ */
+export async function importInto(
+  db: Db,
+  target: ImportTarget,
+  body: AsyncIterable<Buffer> | Iterable<Buffer>,
+  options: ImportOptions,
+): Promise<ImportReport> {
   const boardName = boardDocName(target.orgId)
   const run = async (tx: Queryable | undefined): Promise<ImportReport> => {
     const counts: Record<string, number> = {}
@@ -545,12 +587,14 @@ export async function importArchive(
       const kindIndex = KINDS.indexOf(ref.kind)
       if (kindIndex < lastKind) throw badArchive(`${name} is out of order`)
       lastKind = kindIndex
-      const text = bytes.toString('utf8')
-      const lines = text.split('\n')
-      if (lines.at(-1) === '') lines.pop()
       const batch = emptyBatch()
       const orgId = target.orgId
-      for (const [i, line] of lines.entries()) {
+      // Line by line from the bytes: a part is never held as one string.
+      let start = 0
+      for (let i = 0; start < bytes.length; i++) {
+        const end = bytes.indexOf(10, start)
+        const line = bytes.toString('utf8', start, end === -1 ? bytes.length : end)
+        start = end === -1 ? bytes.length : end + 1
         const where = `${name} line ${i + 1}`
         let raw: unknown
         try {
@@ -887,25 +931,18 @@ export async function importArchive(
   }
 
   if (options.dryRun) return run(undefined)
-  const lane = live.lane(target.orgId)
-  await live.flushPeople(target.orgId)
-  const report = await lane.alone(async () => {
-    try {
-      return await db.transaction((tx) => run(tx))
-    } catch (error) {
-      if (error instanceof ApiError) throw error
-      if (isTaken(error)) {
-        throw conflict(
-          `The archive's ids are in use on this server: import it into another server, or after the organisation it came from was deleted (${(error as Error).message})`,
-        )
-      }
-      if (isMalformed(error)) {
-        throw badArchive(`a value is malformed (${(error as Error).message})`)
-      }
-      throw error
+  try {
+    return await db.transaction((tx) => run(tx))
+  } catch (error) {
+    if (error instanceof ApiError) throw error
+    if (isTaken(error)) {
+      throw conflict(
+        `The archive's ids are in use on this server: import it into another server, or after the organisation it came from was deleted (${(error as Error).message})`,
+      )
     }
-  })
-  // Every process drops its copy of the old board; the app opens the imported one.
-  live.closeConnections({ rebased: boardName })
-  return report
+    if (isMalformed(error)) {
+      throw badArchive(`a value is malformed (${(error as Error).message})`)
+    }
+    throw error
+  }
 }

@@ -26,6 +26,8 @@ export async function startServer(
     // Every test signs its people up from 127.0.0.1; the limits' own tests set them low.
     signupsPerAddress: 1_000_000,
     oauthRegistrationsPerAddress: 1_000_000,
+    // As a server configured with DATABASE_URL: its own database (what a thread opens).
+    databaseUrl: storage.url,
     ...overrides,
   }
   const app = await createApp(config, { ...options, db: storage.db })

@@ -76,7 +76,7 @@ function movedIn(type: string, body: string, now: string): Moved {
  * the import takes it back into an empty organisation, on this server or another.
  */
 export function dataRoutes(app: AppRouter): void {
-  const { db, live, config, clock, descriptions } = app.deps
+  const { db, live, config, clock, descriptions, imports: thread } = app.deps
 
   /** What this process keeps of the organisation is read again; the map list too. */
   const imported = (orgId: string) => {
@@ -163,7 +163,7 @@ export function dataRoutes(app: AppRouter): void {
         const moved = movedIn(type, body, now)
         const { archive, cut } = archiveOf(moved, now)
         const report = await importArchive(
-          { db, live },
+          { db, live, thread },
           { orgId: org.id, userId: user.id },
           [archive],
           { dryRun, maxBytes: Number.MAX_SAFE_INTEGER },
@@ -182,10 +182,24 @@ export function dataRoutes(app: AppRouter): void {
           },
         }
       }
-      const report = await importArchive({ db, live }, { orgId: org.id, userId: user.id }, req, {
-        dryRun,
-        maxBytes: config.importMaxBytes,
-      })
+      // An import that stops early (a refused archive) leaves the request as it is rather
+      // than destroy it with its connection: the answer naming the problem is sent, and
+      // the rest of the body is read and dropped.
+      const body = req.iterator({ destroyOnReturn: false })
+      let report: Awaited<ReturnType<typeof importArchive>>
+      try {
+        report = await importArchive(
+          { db, live, thread },
+          { orgId: org.id, userId: user.id },
+          body,
+          {
+            dryRun,
+            maxBytes: config.importMaxBytes,
+          },
+        )
+      } finally {
+        if (!req.complete) void Promise.resolve(body.return?.()).finally(() => req.resume())
+      }
       if (!dryRun) imported(org.id)
       return { status: 200, body: report }
     },
