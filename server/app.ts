@@ -36,7 +36,7 @@ import { rateBudgets } from './rate-limit/budgets.ts'
 import { RateLimiter } from './rate-limit/limiter.ts'
 import { PeopleEdits } from './review/people-edits.ts'
 import { Sweeper } from './sweeper.ts'
-import { ImportThreads } from './transfer/import-thread.ts'
+import { TransferThreads } from './transfer/threads.ts'
 import { migrateLayout } from './upgrades/layout-v2.ts'
 import { moveDescriptions } from './upgrades/layout-v3.ts'
 import { fillTaskTexts } from './upgrades/task-texts.ts'
@@ -174,10 +174,10 @@ export async function createApp(
       ...(redis === undefined ? {} : { redis }),
     })
   })
-  // On Postgres, imports run on threads of their own, over connections of their own.
-  const imports =
+  // On Postgres, exports and imports run on threads of their own, over connections of their own.
+  const transfers =
     db.kind === 'postgres' && config.databaseUrl
-      ? new ImportThreads({
+      ? new TransferThreads({
           databaseUrl: config.databaseUrl,
           limits: {
             connectTimeoutMs: config.dbConnectTimeoutMs,
@@ -195,7 +195,7 @@ export async function createApp(
     syncSecret,
     webhooks,
     descriptions,
-    imports,
+    transfers,
   })
   // MCP sign-in (OAuth); described by its own metadata documents, not by the OpenAPI one.
   oauthRoutes(router, {
@@ -321,7 +321,7 @@ export async function createApp(
       descriptions.close()
       sync.closeAll()
       await closed
-      await imports?.close()
+      await transfers?.close()
       await webhooks.stop()
       await oauthSweeper.stop()
       await idempotencySweeper.stop()

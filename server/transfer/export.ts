@@ -29,7 +29,64 @@ import { TAR_END, tarHeader, tarPadding } from './tar.ts'
  */
 export interface ExportDeps {
   db: Db
-  live: LiveDocs
+  live: ExportLive
+}
+
+/** What an export reads of the live documents (liveReads; from another thread, by asking). */
+export interface ExportLive {
+  /** Stores people's edits batched in memory: the export reads storage. */
+  flushPeople(orgId: string): Promise<void>
+  board(orgId: string): Promise<BoardJson>
+  map(orgId: string, mapId: string): Promise<MapJson>
+}
+
+/** The board document as the export writes it: `generation` left out of its meta. */
+export interface BoardJson {
+  meta: Json
+  claims: Json
+  columns: ({ id: string } & Json)[]
+  projects: ({ id: string } & Json)[]
+  tasks: ({ id: string } & Json)[]
+}
+
+export interface MapJson {
+  meta: Json
+  nodes: ({ id: string } & Json)[]
+  edges: ({ id: string } & Json)[]
+}
+
+/** A Y.Map of entries as sorted records. */
+function entriesOf(m: Y.Map<Y.Map<unknown>>): ({ id: string } & Json)[] {
+  return [...m.entries()]
+    .map(([id, v]) => ({ id, ...fieldsOf(v) }))
+    .sort((a, b) => a.id.localeCompare(b.id))
+}
+
+/** The live documents of this process, read for an export. */
+export function liveReads(live: LiveDocs): ExportLive {
+  return {
+    flushPeople: (orgId) => live.flushPeople(orgId),
+    board: (orgId) =>
+      live.read(boardDocName(orgId), (doc) => {
+        const maps = boardMaps(doc)
+        const meta = doc.getMap('meta').toJSON() as Json
+        delete meta.generation
+        return {
+          meta,
+          claims: maps.claims.toJSON() as Json,
+          columns: entriesOf(maps.columns),
+          projects: entriesOf(maps.projects),
+          tasks: entriesOf(maps.tasks),
+        }
+      }),
+    map: (orgId, mapId) =>
+      live.read(mapDocName(orgId, mapId), (d) => {
+        const m = mapDocMaps(d)
+        const meta = m.meta.toJSON() as Json
+        delete meta.generation
+        return { meta, nodes: entriesOf(m.nodes), edges: entriesOf(m.edges) }
+      }),
+  }
 }
 
 /** Below every id: where keyset pages start. */
@@ -236,22 +293,7 @@ export async function* exportOrganization(
   yield* keys.flush()
 
   // The board document: its columns, projects, cards and claim projections.
-  const board = await live.read(boardDocName(orgId), (doc) => {
-    const maps = boardMaps(doc)
-    const entries = (m: Y.Map<Y.Map<unknown>>) =>
-      [...m.entries()]
-        .map(([id, v]) => ({ id, ...fieldsOf(v) }))
-        .sort((a, b) => a.id.localeCompare(b.id))
-    const meta = doc.getMap('meta').toJSON() as Json
-    delete meta.generation
-    return {
-      meta,
-      claims: maps.claims.toJSON() as Json,
-      columns: entries(maps.columns),
-      projects: entries(maps.projects),
-      tasks: entries(maps.tasks),
-    }
-  })
+  const board = await live.board(orgId)
   yield* w.entry(
     BOARD_ENTRY,
     Buffer.from(`${JSON.stringify({ meta: board.meta, claims: board.claims }, null, 2)}\n`),
@@ -390,18 +432,7 @@ export async function* exportOrganization(
     )
     for (const r of rows) {
       const doc =
-        r.deleted_at === null
-          ? await live.read(mapDocName(orgId, r.id), (d) => {
-              const m = mapDocMaps(d)
-              const meta = m.meta.toJSON() as Json
-              delete meta.generation
-              const list = (x: Y.Map<Y.Map<unknown>>) =>
-                [...x.entries()]
-                  .map(([id, v]) => ({ id, ...fieldsOf(v) }))
-                  .sort((a, b) => a.id.localeCompare(b.id))
-              return { meta, nodes: list(m.nodes), edges: list(m.edges) }
-            })
-          : { meta: {}, nodes: [], edges: [] }
+        r.deleted_at === null ? await live.map(orgId, r.id) : { meta: {}, nodes: [], edges: [] }
       w.count('maps')
       w.count('nodes', doc.nodes.length)
       w.count('edges', doc.edges.length)

@@ -2,7 +2,7 @@ import { pipeline, Readable } from 'node:stream'
 import { createGzip } from 'node:zlib'
 import { ApiError, badRequest } from '../../errors.ts'
 import { answer } from '../../http/route-docs.ts'
-import { exportOrganization } from '../../transfer/export.ts'
+import { exportOrganization, liveReads } from '../../transfer/export.ts'
 import {
   archiveOf,
   fromGitHub,
@@ -76,7 +76,7 @@ function movedIn(type: string, body: string, now: string): Moved {
  * the import takes it back into an empty organisation, on this server or another.
  */
 export function dataRoutes(app: AppRouter): void {
-  const { db, live, config, clock, descriptions, imports: thread } = app.deps
+  const { db, live, config, clock, descriptions, transfers } = app.deps
 
   /** What this process keeps of the organisation is read again; the map list too. */
   const imported = (orgId: string) => {
@@ -96,18 +96,24 @@ export function dataRoutes(app: AppRouter): void {
     },
     async (_req, { org }) => {
       const now = new Date(clock.now())
-      const gzip = createGzip()
-      // Not object mode: the stream buffers 64 KB ahead, not 16 entries of up to 4 MB each.
-      const tar = Readable.from(exportOrganization({ db, live }, org.id, now), {
-        objectMode: false,
-        highWaterMark: 64 * 1024,
-      })
-      pipeline(tar, gzip, () => {})
+      const reads = liveReads(live)
+      let chunks: AsyncIterable<Buffer>
+      if (transfers) chunks = transfers.export(org.id, now, reads)
+      else {
+        const gzip = createGzip()
+        // Not object mode: the stream buffers 64 KB ahead, not 16 entries of up to 4 MB each.
+        const tar = Readable.from(exportOrganization({ db, live: reads }, org.id, now), {
+          objectMode: false,
+          highWaterMark: 64 * 1024,
+        })
+        pipeline(tar, gzip, () => {})
+        chunks = gzip
+      }
       const day = now.toISOString().slice(0, 10)
       return {
         status: 200,
         stream: {
-          chunks: gzip,
+          chunks,
           mimeType: 'application/gzip',
           filename: `${org.name} ${day}.corkboard.tar.gz`,
         },
@@ -163,7 +169,7 @@ export function dataRoutes(app: AppRouter): void {
         const moved = movedIn(type, body, now)
         const { archive, cut } = archiveOf(moved, now)
         const report = await importArchive(
-          { db, live, thread },
+          { db, live, thread: transfers },
           { orgId: org.id, userId: user.id },
           [archive],
           { dryRun, maxBytes: Number.MAX_SAFE_INTEGER },
@@ -189,7 +195,7 @@ export function dataRoutes(app: AppRouter): void {
       let report: Awaited<ReturnType<typeof importArchive>>
       try {
         report = await importArchive(
-          { db, live, thread },
+          { db, live, thread: transfers },
           { orgId: org.id, userId: user.id },
           body,
           {

@@ -14,7 +14,7 @@ import { readJson, sendEmpty, sendJson } from '../../http/json.ts'
 import type { RouteDoc } from '../../http/route-docs.ts'
 import type { Params, RouteHandler, Router } from '../../http/router.ts'
 import type { LiveDocs } from '../../live/live-docs.ts'
-import type { ImportThread } from '../../transfer/import.ts'
+import type { TransferThreads } from '../../transfer/threads.ts'
 import type { Webhooks } from '../../webhooks/webhooks.ts'
 
 /** What the app API's routes work with. */
@@ -29,8 +29,8 @@ export interface AppDeps {
   /** The delivery worker's clock and reply window (rotation and test pings read them). */
   webhooks: Pick<Webhooks, 'clock' | 'timeoutMs'>
   descriptions: Descriptions
-  /** On Postgres, where imports run (transfer/import-thread.ts); unset, in this thread. */
-  imports?: ImportThread | undefined
+  /** On Postgres, where exports and imports run (transfer/threads.ts); unset, in this thread. */
+  transfers?: TransferThreads | undefined
 }
 
 /** Bytes the browser saves as a file. */

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { request } from 'node:http'
 import { connect } from 'node:net'
-import { gzipSync } from 'node:zlib'
+import { gunzipSync, gzipSync } from 'node:zlib'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest'
 import { Agent, eventuallyAsync, Person } from '../support/client.ts'
 import { seededOrg } from '../support/fixtures.ts'
@@ -9,10 +9,11 @@ import { startServer, type TestServer } from '../support/server.ts'
 import { STORAGES } from '../support/storage.ts'
 
 /**
- * An import meets the faults of the outside: an upload cut off half way, the database
- * going away while the import's transaction is open, a record larger than an import may
- * hold in memory. Each time the answer names the problem, nothing is written, the
- * organisation is not left locked, and the server goes on serving.
+ * Exports and imports meet the faults of the outside: an upload or a download cut off half
+ * way, the database going away while one runs, a record larger than an import may hold in
+ * memory. Each time the answer names the problem (or the download is cut, never complete-
+ * looking), nothing is written, the organisation is not left locked, and the server goes
+ * on serving.
  */
 
 async function upload(person: Person, bytes: Buffer) {
@@ -303,3 +304,104 @@ function tar(entries: [string, Buffer][]): Buffer {
   blocks.push(Buffer.alloc(1024))
   return Buffer.concat(blocks)
 }
+
+describe.each(STORAGES)('an export meets faults (%s)', (kind) => {
+  let server: TestServer
+  let owner: Person
+
+  beforeAll(async () => {
+    server = await startServer(kind)
+    const seeded = await seededOrg(server.url)
+    owner = seeded.owner
+    // ~2 MB of archive that does not compress: more than is in flight between the threads
+    // and the sockets, so a download read slowly is one the export waits for.
+    for (let i = 0; i < 100; i++) {
+      await seeded.agent.ok('create_task', {
+        columnId: seeded.backlog,
+        title: `Card ${i}`,
+        description: randomBytes(15_000).toString('base64'),
+      })
+    }
+  }, 120_000)
+  afterAll(async () => {
+    await server?.close()
+  })
+
+  /** A download begun: its first bytes read, the rest waiting. */
+  async function begun(controller: AbortController) {
+    const res = await fetch(`${server.url}/api/app/orgs/${owner.orgId}/export`, {
+      headers: { cookie: owner.cookie },
+      signal: controller.signal,
+    })
+    expect(res.status).toBe(200)
+    const reader = (res.body as ReadableStream<Uint8Array>).getReader()
+    const first = await reader.read()
+    expect(first.done).toBe(false)
+    return { reader, first: first.value as Uint8Array }
+  }
+
+  /** A whole download: a gzip that ends, whose tar ends with the manifest. */
+  async function whole(): Promise<void> {
+    const res = await fetch(`${server.url}/api/app/orgs/${owner.orgId}/export`, {
+      headers: { cookie: owner.cookie },
+    })
+    expect(res.status).toBe(200)
+    const tar = gunzipSync(Buffer.from(await res.arrayBuffer()))
+    expect(tar.includes(Buffer.from('manifest.json'))).toBe(true)
+    expect(tar.includes(Buffer.from('Card 99'))).toBe(true)
+  }
+
+  /** The database's connections other than the test's own. */
+  const connections = async () =>
+    (
+      await server.storage.db.query<{ n: number }>(
+        `select count(*)::int as n from pg_stat_activity
+          where datname = current_database() and pid <> pg_backend_pid()`,
+      )
+    )[0]?.n ?? 0
+
+  test('a download cut part way stops its export (on Postgres, its thread lets its connection go), and the next download is whole', async () => {
+    const before = kind === 'postgres' ? await connections() : 0
+    const controller = new AbortController()
+    await begun(controller)
+    if (kind === 'postgres') expect(await connections()).toBeGreaterThan(before)
+    controller.abort()
+    if (kind === 'postgres') {
+      await eventuallyAsync(async () => ((await connections()) <= before ? true : undefined))
+    }
+    await whole()
+  })
+
+  test.runIf(kind === 'postgres')(
+    'the database going away during an export cuts the download, never a complete-looking archive, and the next download is whole',
+    async () => {
+      const { reader, first } = await begun(new AbortController())
+      await server.storage.db.query(
+        `select pg_terminate_backend(pid) from pg_stat_activity
+          where datname = current_database() and pid <> pg_backend_pid()`,
+      )
+      const received = [Buffer.from(first)]
+      let failed = false
+      try {
+        for (;;) {
+          const next = await reader.read()
+          if (next.done) break
+          received.push(Buffer.from(next.value))
+        }
+      } catch {
+        failed = true
+      }
+      expect(failed).toBe(true)
+      expect(() => gunzipSync(Buffer.concat(received))).toThrow()
+      await eventuallyAsync(async () => {
+        const res = await fetch(`${server.url}/api/app/orgs/${owner.orgId}/export`, {
+          headers: { cookie: owner.cookie },
+        })
+        await res.arrayBuffer()
+        return res.status === 200 ? true : undefined
+      }, 20_000)
+      await whole()
+    },
+    60_000,
+  )
+})

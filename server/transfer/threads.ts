@@ -1,0 +1,340 @@
+import { Worker } from 'node:worker_threads'
+import type { PostgresLimits } from '../../persistence/types.ts'
+import { ApiError } from '../errors.ts'
+import type { ExportLive } from './export.ts'
+import type { ImportOptions, ImportReport, ImportTarget, ImportThread } from './import.ts'
+
+/**
+ * Exports and imports on worker threads of their own, each over a Postgres connection of
+ * its own (thread.worker.ts). Either moves hundreds of megabytes through JSON, hashes,
+ * gzip and the database driver's hex: on the event loop that serves everyone, that work
+ * delayed every other request, and its garbage grew the server's heap, whose collector
+ * lets a large heap grow further before collecting (+190–230 MB of RSS per import, up to
+ * +250 MB per export). A thread's heap holds one transfer and is capped, so it collects
+ * early and stays small.
+ *
+ * One thread is kept KEEP_MS after its transfer ends, for the next (the app's preview of
+ * an import and the import itself, an export and the one after): a thread costs ~40 MB to
+ * start (its heap, the modules, the type stripper). Transfers running at once each get
+ * one; those beyond the kept one end with their transfer.
+ *
+ * Bytes cross in chunks, a few ahead of what the other side has taken: an import reads
+ * the request no faster than it writes, an export reads storage no faster than the
+ * client downloads.
+ */
+
+/** The threads' own database settings: where, and the bounds of every wait. */
+export interface ThreadSettings {
+  databaseUrl: string
+  limits: Omit<PostgresLimits, 'onAvailability'>
+}
+
+/** A transfer. */
+export type Transfer =
+  | { kind: 'import'; target: ImportTarget; options: ImportOptions }
+  | { kind: 'export'; orgId: string; now: string }
+
+/** A transfer, as a thread is asked to run it. */
+export type Job = ThreadSettings & Transfer
+
+/** What an export asks the request's thread, which holds the live documents. */
+export type Ask =
+  | { what: 'flushPeople'; orgId: string }
+  | { what: 'board'; orgId: string }
+  | { what: 'map'; orgId: string; mapId: string }
+
+/**
+ * To a thread: a transfer's start, then its bytes (an import's) or its reader's pace (an
+ * export's), and the answers to what it asked. Every message names its transfer: a thread
+ * that ended one already (a refused archive) ignores what was sent for it after.
+ */
+export type ToThread = { job: number } & (
+  | { type: 'start'; run: Job }
+  | { type: 'chunk'; data: Uint8Array }
+  | { type: 'end' }
+  | { type: 'abort'; message: string }
+  | { type: 'read' }
+  | { type: 'answer'; ask: number; value?: unknown; error?: ThreadError }
+)
+
+/** From a thread. */
+export type FromThread = { job: number } & (
+  | { type: 'read' }
+  | { type: 'chunk'; data: Uint8Array }
+  | { type: 'ask'; ask: number; question: Ask }
+  | { type: 'done'; report?: ImportReport }
+  | { type: 'failed'; error: ThreadError }
+)
+
+/** An error as it crosses threads: an ApiError's answer, or a cause with its code. */
+export interface ThreadError {
+  message: string
+  status?: number | undefined
+  extra?: Record<string, unknown> | undefined
+  code?: string | undefined
+}
+
+/** How many chunks may wait on the other side, not yet taken. */
+export const CHUNKS_AHEAD = 8
+
+/** How long a thread is kept after its transfer, for the next one. */
+const KEEP_MS = 60_000
+
+/**
+ * A thread's heap. Its live set is one batch of cards, one record or one page being read (a
+ * few MB); capped, its collector runs before garbage piles up.
+ */
+const HEAP = { maxOldGenerationSizeMb: 128, maxYoungGenerationSizeMb: 8 }
+
+const WORKER = new URL('./thread.worker.ts', import.meta.url)
+
+export function errorOf(error: unknown): ThreadError {
+  if (error instanceof ApiError) {
+    return { message: error.message, status: error.status, extra: error.extra }
+  }
+  const code = (error as { code?: unknown } | null)?.code
+  return {
+    message: error instanceof Error ? error.message : String(error),
+    code: typeof code === 'string' ? code : undefined,
+  }
+}
+
+export function thrown(error: ThreadError): Error {
+  if (error.status !== undefined) return new ApiError(error.status, error.message, error.extra)
+  return Object.assign(new Error(error.message), error.code ? { code: error.code } : {})
+}
+
+/** An import's thread failing: out of memory, the archive holds a record too large to read. */
+function importFailure(error: Error): Error {
+  return (error as { code?: string }).code === 'ERR_WORKER_OUT_OF_MEMORY'
+    ? new ApiError(
+        413,
+        `The archive holds a record larger than an import can read (its memory, ${HEAP.maxOldGenerationSizeMb} MB, ran out); nothing was written`,
+      )
+    : error
+}
+
+/** One transfer's use of a thread: its messages, and how it ends. */
+interface Use {
+  worker: Worker
+  job: number
+  send(message: ToThread, transfer?: ArrayBuffer[]): void
+  /** Ends the use: the thread is kept for the next transfer when it is still sound. */
+  end(reusable: boolean): void
+}
+
+export class TransferThreads implements ImportThread {
+  private readonly settings: ThreadSettings
+  private idle: { worker: Worker; timer: NodeJS.Timeout } | undefined
+  private readonly busy = new Set<Worker>()
+  private jobs = 0
+
+  constructor(settings: ThreadSettings) {
+    this.settings = settings
+  }
+
+  /** An import (import.ts importInto) on a thread: same arguments, answer and errors. */
+  run(
+    target: ImportTarget,
+    body: AsyncIterable<Buffer> | Iterable<Buffer>,
+    options: ImportOptions,
+  ): Promise<ImportReport> {
+    return new Promise<ImportReport>((resolve, reject) => {
+      let settled = false
+      let credit = CHUNKS_AHEAD
+      let wake: (() => void) | undefined
+      const settle = (fn: () => void, reusable: boolean) => {
+        if (settled) return
+        settled = true
+        wake?.()
+        use.end(reusable)
+        fn()
+      }
+      const use = this.use(
+        { kind: 'import', target, options },
+        (message) => {
+          if (message.type === 'read') {
+            credit += 1
+            wake?.()
+          } else if (message.type === 'done') {
+            settle(() => resolve(message.report as ImportReport), true)
+          } else if (message.type === 'failed') {
+            settle(() => reject(thrown(message.error)), true)
+          }
+        },
+        (error) => settle(() => reject(importFailure(error)), false),
+      )
+      void (async () => {
+        try {
+          for await (const chunk of body) {
+            while (credit === 0 && !settled) {
+              await new Promise<void>((r) => {
+                wake = r
+              })
+            }
+            if (settled) return
+            credit -= 1
+            // A copy of its own, moved rather than copied again: a request's chunk may
+            // share its memory with others.
+            const data = new Uint8Array(chunk)
+            use.send({ type: 'chunk', job: use.job, data }, [data.buffer])
+          }
+          if (!settled) use.send({ type: 'end', job: use.job })
+        } catch (error) {
+          // The request failed (the client went away, its body was cut): the thread's
+          // transaction rolls back, and its answer is this error.
+          if (!settled) {
+            use.send({
+              type: 'abort',
+              job: use.job,
+              message: error instanceof Error ? error.message : String(error),
+            })
+          }
+        }
+      })()
+    })
+  }
+
+  /**
+   * An export (export.ts exportOrganization, gzipped) on a thread: the archive's bytes as
+   * the thread makes them; what it reads of the live documents it asks `live` for here.
+   * Stopping early (the client went away) stops the thread's export.
+   */
+  async *export(orgId: string, now: Date, live: ExportLive): AsyncGenerator<Buffer> {
+    const queue: Uint8Array[] = []
+    let ended: { error?: Error } | undefined
+    let wake: (() => void) | undefined
+    const finish = (how: { error?: Error }, reusable: boolean) => {
+      if (ended) return
+      ended = how
+      use.end(reusable)
+      wake?.()
+    }
+    const use = this.use(
+      { kind: 'export', orgId, now: now.toISOString() },
+      (message) => {
+        if (message.type === 'chunk') {
+          queue.push(message.data)
+          wake?.()
+        } else if (message.type === 'ask') {
+          void answer(live, message.question).then(
+            (value) => use.send({ type: 'answer', job: use.job, ask: message.ask, value }),
+            (error: unknown) =>
+              use.send({ type: 'answer', job: use.job, ask: message.ask, error: errorOf(error) }),
+          )
+        } else if (message.type === 'done') {
+          finish({}, true)
+        } else if (message.type === 'failed') {
+          finish({ error: thrown(message.error) }, true)
+        }
+      },
+      (error) => finish({ error }, false),
+    )
+    try {
+      for (;;) {
+        const chunk = queue.shift()
+        if (chunk) {
+          if (!ended) use.send({ type: 'read', job: use.job })
+          yield Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+          continue
+        }
+        if (ended) {
+          if (ended.error) throw ended.error
+          return
+        }
+        await new Promise<void>((r) => {
+          wake = r
+        })
+        wake = undefined
+      }
+    } finally {
+      if (!ended) {
+        // The reader stopped (the download was cut): the thread stops too.
+        use.send({ type: 'abort', job: use.job, message: 'the download stopped' })
+        finish({}, true)
+      }
+    }
+  }
+
+  /** Ends every thread (the server closing): transfers under way fail, and roll back. */
+  async close(): Promise<void> {
+    const workers = [...this.busy, ...(this.idle ? [this.idle.worker] : [])]
+    if (this.idle) clearTimeout(this.idle.timer)
+    this.idle = undefined
+    this.busy.clear()
+    await Promise.all(workers.map((w) => w.terminate()))
+  }
+
+  /** A thread for one transfer, started on `run`. */
+  private use(
+    run: Transfer,
+    onMessage: (message: FromThread) => void,
+    onFailure: (error: Error) => void,
+  ): Use {
+    const worker = this.take()
+    this.jobs += 1
+    const job = this.jobs
+    const message = (m: FromThread) => {
+      if (m.job === job) onMessage(m)
+    }
+    const exit = (code: number) =>
+      onFailure(new Error(`The transfer's thread stopped (exit code ${code})`))
+    worker.on('message', message)
+    worker.on('error', onFailure)
+    worker.on('exit', exit)
+    const use: Use = {
+      worker,
+      job,
+      send: (m, transfer) => worker.postMessage(m, transfer),
+      end: (reusable) => {
+        worker.off('message', message)
+        worker.off('error', onFailure)
+        worker.off('exit', exit)
+        this.busy.delete(worker)
+        if (reusable) this.giveBack(worker)
+        else void worker.terminate()
+      },
+    }
+    use.send({ type: 'start', job, run: { ...this.settings, ...run } })
+    return use
+  }
+
+  private take(): Worker {
+    let worker: Worker
+    if (this.idle) {
+      clearTimeout(this.idle.timer)
+      worker = this.idle.worker
+      this.idle = undefined
+    } else {
+      worker = new Worker(WORKER, { resourceLimits: HEAP })
+      // Its failures reach the transfer that uses it; between transfers there are none.
+      worker.on('error', () => {})
+    }
+    worker.ref()
+    this.busy.add(worker)
+    return worker
+  }
+
+  private giveBack(worker: Worker): void {
+    if (this.idle) {
+      void worker.terminate()
+      return
+    }
+    // An idle thread keeps no process alive.
+    worker.unref()
+    const timer = setTimeout(() => {
+      if (this.idle?.worker !== worker) return
+      this.idle = undefined
+      void worker.terminate()
+    }, KEEP_MS)
+    timer.unref()
+    this.idle = { worker, timer }
+  }
+}
+
+/** What an export's thread asked of the live documents. */
+function answer(live: ExportLive, question: Ask): Promise<unknown> {
+  if (question.what === 'flushPeople') return live.flushPeople(question.orgId)
+  if (question.what === 'board') return live.board(question.orgId)
+  return live.map(question.orgId, question.mapId)
+}
