@@ -12,6 +12,7 @@ import { Person } from '../support/client.ts'
 import { startProcess } from '../support/service-process.ts'
 import { benchStorage, rssMb } from './harness.ts'
 import { type OrgShape, seedOrg } from './history-seed.ts'
+import { line, type Stats, stats } from './stats.ts'
 
 /**
  * Export and import at scale (issue 30): an organisation with the growth bench's long
@@ -40,6 +41,38 @@ const SERVER_OPTIONS: Record<string, string> = process.env.BENCH_SERVER_NODE_OPT
   : {}
 const SCREENSHOT_BYTES = 200 * 1024
 const SCREENSHOTS = ((FULL ? 500 : 50) * 1024 * 1024) / SCREENSHOT_BYTES
+
+/**
+ * Another person's requests while a transfer runs: `/api/app/me` one after another, each
+ * timed, until stopped. What a transfer on the server's own thread would delay.
+ */
+function prober(url: string, person: Person) {
+  const times: number[] = []
+  let running = true
+  const loop = (async () => {
+    while (running) {
+      const t0 = performance.now()
+      const res = await fetch(`${url}/api/app/me`, { headers: { cookie: person.cookie } })
+      await res.arrayBuffer()
+      times.push(performance.now() - t0)
+      await new Promise((r) => setTimeout(r, 20))
+    }
+  })()
+  return {
+    async stop(): Promise<Stats> {
+      running = false
+      await loop
+      return stats(times)
+    },
+  }
+}
+
+/** The same requests on the server idle, for three seconds. */
+async function idleProbe(url: string, person: Person): Promise<Stats> {
+  const p = prober(url, person)
+  await new Promise((r) => setTimeout(r, 3_000))
+  return p.stop()
+}
 
 /** Samples a process's RSS until stopped; returns the peak. */
 function sampler(pid: number | undefined) {
@@ -160,18 +193,23 @@ export async function run(log: (line: string) => void): Promise<void> {
       )
       // The first export also compiles the code it runs; the second is a running server's
       // (the growth the issue bounds).
+      const idle = await idleProbe(from.url, admin)
       for (const which of ['first export', 'second export']) {
         const before = await rssMb(from.child.pid)
         const peak = sampler(from.child.pid)
+        const probe = prober(from.url, admin)
         const e0 = performance.now()
         await download(from.url, admin, org.orgId, file)
         const seconds = (performance.now() - e0) / 1000
         const top = await peak.stop()
+        const during = await probe.stop()
         const size = (await stat(file)).size / 1024 / 1024
         log(
           `${which}: ${size.toFixed(1)} MB in ${seconds.toFixed(1)} s (${(size / seconds).toFixed(1)} MB/s); server RSS ${before.toFixed(0)} → peak ${top.toFixed(0)} MB (+${(top - before).toFixed(0)} MB)`,
         )
+        log(line(`  GET /api/app/me meanwhile`, during, idle))
       }
+      log(line('  GET /api/app/me, the server idle (baseline)', idle))
       const fresh = new Person(from.url)
       await fresh.signUp()
       await download(from.url, fresh, fresh.orgId, small)
@@ -198,16 +236,21 @@ export async function run(log: (line: string) => void): Promise<void> {
       )
       const person = new Person(to.url)
       await person.signUp()
+      const idle = await idleProbe(to.url, person)
       const before = await rssMb(to.child.pid)
       const peak = sampler(to.child.pid)
+      const probe = prober(to.url, first)
       const i0 = performance.now()
       const answer = await importInto(to.url, person, file)
       const seconds = (performance.now() - i0) / 1000
       const top = await peak.stop()
+      const during = await probe.stop()
       const size = (await stat(file)).size / 1024 / 1024
       log(
         `import: ${size.toFixed(1)} MB in ${seconds.toFixed(1)} s (${(size / seconds).toFixed(1)} MB/s); server RSS ${before.toFixed(0)} → peak ${top.toFixed(0)} MB (+${(top - before).toFixed(0)} MB); ${answer.counts?.archived} archived, ${answer.counts?.comments} comments, ${answer.counts?.files} files`,
       )
+      log(line('  GET /api/app/me meanwhile', during, idle))
+      log(line('  GET /api/app/me, the server idle (baseline)', idle))
     } finally {
       await to.stop()
     }
