@@ -38,7 +38,7 @@ export interface ImportDeps {
   db: Db
   live: LiveDocs
   /**
-   * Where the archive is read and written when not on this thread (import-thread.ts: on
+   * Where the archive is read and written when not on this thread (threads.ts: on
    * Postgres, a worker thread over a connection of its own); unset, importInto runs here.
    */
   thread?: ImportThread | undefined
