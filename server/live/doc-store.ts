@@ -68,6 +68,42 @@ async function storedRows(db: Queryable, docName: string, maxLevel = 2): Promise
 }
 
 /**
+ * Rows this process stored itself and still holds, a re-base's new generation: the next
+ * load of the document starts from them instead of reading them back (on PGlite, reading a
+ * megabyte's snapshot back took most of the reload every write after a re-base waits for).
+ */
+export interface Stored {
+  rows: { id: string; level: number; data: Uint8Array }[]
+}
+
+/**
+ * The document's stored rows, with those `held` taken from memory: only rows stored after
+ * them are read. Undefined when storage no longer holds exactly them (compacted or re-based
+ * since): the caller reads everything.
+ */
+async function storedFrom(
+  db: Queryable,
+  docName: string,
+  held: Stored,
+): Promise<StoredRow[] | undefined> {
+  const last = held.rows.at(-1)
+  if (!last) return undefined
+  const rows = await db.query<StoredRow & Record<string, unknown>>(
+    `select id, level, case when id <= $2 then null else data end as data from doc_updates
+      where doc_name = $1 and level <= 2 order by id`,
+    [docName, last.id],
+  )
+  const kept = rows.filter((r) => r.data === null)
+  if (kept.length !== held.rows.length || kept.some((r, i) => String(r.id) !== held.rows[i]?.id)) {
+    return undefined
+  }
+  return [
+    ...held.rows.map((r) => ({ id: Number(r.id), level: r.level, data: r.data })),
+    ...rows.filter((r) => r.data !== null),
+  ]
+}
+
+/**
  * Loads a document from its stored rows. Its 'update' listeners are held back meanwhile:
  * a document being loaded has nobody to tell (no connection yet, nothing new to store),
  * and while anyone listens Yjs encodes the whole load once more as an update message (a
@@ -78,8 +114,10 @@ export async function loadInto(
   docName: string,
   doc: Y.Doc,
   origin?: unknown,
+  stored?: Stored,
 ): Promise<LoadedDoc> {
-  const rows = await storedRows(db, docName)
+  const rows =
+    (stored ? await storedFrom(db, docName, stored) : undefined) ?? (await storedRows(db, docName))
   // lib0's Observable keeps its listeners per event name in `_observers`.
   const observers = (doc as unknown as { _observers: Map<string, unknown> })._observers
   const held = ['update', 'updateV2'].flatMap((name) => {

@@ -19,7 +19,7 @@ import type { Logger } from '../http/json.ts'
 import type { Metrics } from '../metrics/metrics.ts'
 import { Compaction } from './compaction.ts'
 import { type CloseTarget, ConnectionControl, type Notice } from './connection-control.ts'
-import { loadInto, replay } from './doc-store.ts'
+import { loadInto, replay, type Stored } from './doc-store.ts'
 import { endedClients } from './generations.ts'
 import { type Rebased, rebase } from './rebase.ts'
 import './hold.ts'
@@ -58,6 +58,8 @@ const SYNC_REPLY = 4
 /** Tries of a re-base compaction asked for, and the wait between them (ms). */
 const REBASE_ATTEMPTS = 5
 const REBASE_RETRY_MS = 3_000
+/** How long what a re-base stored is held for the document's next load. */
+const STORED_KEPT_MS = 10_000
 
 export class LiveDocs {
   readonly hocuspocus: Hocuspocus<ConnectionContext>
@@ -88,6 +90,11 @@ export class LiveDocs {
    * replica whose state names one holds an ended generation, and is refused.
    */
   private readonly ended = new Map<string, Set<number>>()
+  /**
+   * What a re-base here just stored, for the document's next load to start from rather than
+   * read back: every write after a re-base waits for that load. Kept a few seconds.
+   */
+  private readonly stored = new Map<string, { rows: Stored; timer: NodeJS.Timeout }>()
   /** Re-bases under way in this process, by document. */
   private readonly rebasing = new Map<string, Promise<Rebased>>()
   /** Re-bases compaction asked for that failed, due again. */
@@ -133,7 +140,9 @@ export class LiveDocs {
       onLoadDocument: async ({ document, documentName }: onLoadDocumentPayload) => {
         const ref = parseDocName(documentName)
         if (!ref) throw new Error('Unknown document')
-        const loaded = await loadInto(this.db, documentName, document)
+        const stored = this.stored.get(documentName)
+        this.stored.delete(documentName)
+        const loaded = await loadInto(this.db, documentName, document, undefined, stored?.rows)
         // People's edits not yet stored (a reload after an eviction): already reviewed.
         replay(document, this.lane(ref.orgId).people.updatesOf(documentName), RESTORE_ORIGIN)
         this.compaction.loaded(documentName, loaded.rows)
@@ -363,8 +372,9 @@ export class LiveDocs {
         compaction: this.compaction,
         lane: (orgId) => this.lane(orgId),
         log: this.log,
-        rebased: (name) => {
+        rebased: (name, stored) => {
           this.dropRebased(name)
+          this.hold(name, stored)
           this.control.close({ rebased: name })
         },
       },
@@ -401,6 +411,17 @@ export class LiveDocs {
       timer.unref()
       this.rebaseRetries.add(timer)
     })
+  }
+
+  /** Holds `rows` for the next load of `docName` (see `stored`). */
+  private hold(docName: string, rows: Stored): void {
+    const previous = this.stored.get(docName)
+    if (previous) clearTimeout(previous.timer)
+    const timer = setTimeout(() => {
+      if (this.stored.get(docName)?.timer === timer) this.stored.delete(docName)
+    }, STORED_KEPT_MS)
+    timer.unref()
+    this.stored.set(docName, { rows, timer })
   }
 
   /**
@@ -503,6 +524,8 @@ export class LiveDocs {
     this.closing = true
     for (const timer of this.rebaseRetries) clearTimeout(timer)
     this.rebaseRetries.clear()
+    for (const { timer } of this.stored.values()) clearTimeout(timer)
+    this.stored.clear()
     // Unloading would tell Redis (unsubscribe, locks): nothing it needs (see letGo).
     this.shared?.letGo()
     this.hocuspocus.closeConnections()

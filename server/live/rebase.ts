@@ -6,7 +6,7 @@ import { type DocJson, docJson, editsToCarry, generationOf } from '../../shared/
 import type { Logger } from '../http/json.ts'
 import type { Compaction } from './compaction.ts'
 import type { DocRegistry } from './doc-registry.ts'
-import { LEVEL } from './doc-store.ts'
+import { LEVEL, type Stored } from './doc-store.ts'
 import { endGeneration, packBase, storedGeneration } from './generations.ts'
 import type { OrgLane } from './lane.ts'
 
@@ -31,8 +31,12 @@ export interface RebaseServices {
   compaction: Compaction
   lane(orgId: string): OrgLane
   log: Logger
-  /** After the commit: every process drops its copy and closes its connections. */
-  rebased(docName: string): void
+  /**
+   * After the commit: every process drops its copy and closes its connections. `stored` is
+   * what this one stored, for its next load of the document to start from (doc-store.ts
+   * loadInto) rather than read it back.
+   */
+  rebased(docName: string, stored: Stored): void
 }
 
 /** The JSON of a root text or map entry, as editsToCarry names it. */
@@ -120,13 +124,17 @@ export async function rebase(services: RebaseServices, docName: string): Promise
           'update doc_updates set doc_name = $1 where doc_name = $2 returning id',
           [docName, staged],
         )
-        if (renamed.length !== 1) throw new Error(`${docName}: its staged snapshot is gone`)
+        const snapshotId = (renamed[0] as { id: string | number } | undefined)?.id
+        if (snapshotId === undefined) throw new Error(`${docName}: its staged snapshot is gone`)
+        const rows: Stored['rows'] = [
+          { id: String(snapshotId), level: LEVEL.snapshot, data: snapshot },
+        ]
         if (added) {
-          await tx.query('insert into doc_updates (doc_name, data, level) values ($1, $2, $3)', [
-            docName,
-            Buffer.from(added),
-            LEVEL.update,
-          ])
+          const [row] = await tx.query<{ id: string | number }>(
+            'insert into doc_updates (doc_name, data, level) values ($1, $2, $3) returning id',
+            [docName, Buffer.from(added), LEVEL.update],
+          )
+          rows.push({ id: String(row?.id), level: LEVEL.update, data: added })
         }
         await endGeneration(tx, docName, {
           generation: built.generation,
@@ -134,9 +142,9 @@ export async function rebase(services: RebaseServices, docName: string): Promise
           base: packed,
           carried: edits,
         })
-        return { bytes: snapshot.length + (added?.length ?? 0), carried: edits.length }
+        return { bytes: snapshot.length + (added?.length ?? 0), carried: edits.length, rows }
       })
-      services.rebased(docName)
+      services.rebased(docName, { rows: stored.rows })
       services.compaction.rebased(docName, stored.bytes)
       return {
         docName,

@@ -425,6 +425,31 @@ describe.each(STORAGES)('re-basing a live document (%s)', (kind) => {
     expect(await stagedRows()).toBe(0)
   })
 
+  test('after a re-base the document reloads from what the re-base stored; when storage no longer holds exactly that (its rows rewritten meanwhile) it reads storage: the same board either way', async () => {
+    await agent.ok('create_task', { columnId, title: 'Reloaded after a re-base' })
+    const before = await agent.ok('get_board', {})
+    const first = await server.app.live.rebase(board())
+    // The rows the re-base stored get other ids before the next load: what it holds no
+    // longer matches storage, so the load reads storage.
+    await server.storage.db.query(
+      `update doc_updates set id = nextval(pg_get_serial_sequence('doc_updates', 'id'))
+        where doc_name = $1`,
+      [board()],
+    )
+    expect((await agent.ok('get_board', {})).tasks).toEqual(before.tasks)
+    expect(await server.app.live.read(board(), (doc) => generationOf(doc))).toBe(first.generation)
+    // And loaded from what it holds.
+    await agent.ok('update_task', {
+      taskId: (before.tasks as { id: string }[]).at(-1)?.id,
+      title: 'Renamed',
+    })
+    const renamed = await agent.ok('get_board', {})
+    const second = await server.app.live.rebase(board())
+    expect(second.generation).toBe(first.generation + 1)
+    expect((await agent.ok('get_board', {})).tasks).toEqual(renamed.tasks)
+    expect(await server.app.live.read(board(), (doc) => generationOf(doc))).toBe(second.generation)
+  })
+
   test('a snapshot staged by a re-base that never swapped (its process died) is swept after an hour; one staged now is kept', async () => {
     const db = server.storage.db
     const abandoned = `${board()}#rebase:${crypto.randomUUID()}`
