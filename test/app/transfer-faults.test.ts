@@ -313,14 +313,22 @@ describe.each(STORAGES)('an export meets faults (%s)', (kind) => {
     server = await startServer(kind)
     const seeded = await seededOrg(server.url)
     owner = seeded.owner
-    // ~2 MB of archive that does not compress: more than is in flight between the threads
-    // and the sockets, so a download read slowly is one the export waits for.
     for (let i = 0; i < 100; i++) {
       await seeded.agent.ok('create_task', {
         columnId: seeded.backlog,
         title: `Card ${i}`,
-        description: randomBytes(15_000).toString('base64'),
+        description: randomBytes(1_000).toString('base64'),
       })
+    }
+    // 32 MB of stored files that do not compress: far more than fits in flight between the
+    // threads and in the sockets' buffers, so a download read slowly is one the export
+    // waits for, and storage is still being read when the database goes away.
+    for (let i = 0; i < 128; i++) {
+      await server.storage.db.query(
+        `insert into files (id, org_id, visibility, mime_type, extension, size, sha256, data)
+         values ($1, $2, 'private', 'image/png', 'png', $3, encode(sha256($4), 'hex'), $4)`,
+        [crypto.randomUUID(), owner.orgId, 256 * 1024, randomBytes(256 * 1024)],
+      )
     }
   }, 120_000)
   afterAll(async () => {

@@ -186,7 +186,8 @@ describe.each(STORAGES)('live documents (%s)', (kind) => {
       )[0]?.n ?? 0
     // A cold load reads at most this many rows, however long the document has lived.
     const bound = MERGE_AFTER + MERGED_MAX + 1
-    const deadline = Date.now() + 10_000
+    // Compaction runs in the background at low priority: on a loaded machine it may lag.
+    const deadline = Date.now() + 30_000
     while ((await count()) > bound && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 20))
     expect(await count()).toBeLessThanOrEqual(bound)
@@ -197,7 +198,7 @@ describe.each(STORAGES)('live documents (%s)', (kind) => {
     expect(levels.some((r) => r.level > 0)).toBe(true)
     await eventually(() => (server.app.live.hocuspocus.documents.has(name) ? undefined : true))
     expect((await agent.ok('list_projects')).projects).toHaveLength(1010)
-  })
+  }, 90_000)
 })
 
 describe.each(STORAGES)('losing access closes live connections (%s)', (kind) => {
