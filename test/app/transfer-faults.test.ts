@@ -305,6 +305,20 @@ function tar(entries: [string, Buffer][]): Buffer {
   return Buffer.concat(blocks)
 }
 
+/**
+ * fetch, sent once more when a kept-alive connection it reused was closed by the server at
+ * that very moment (ECONNRESET before any answer): what every HTTP client does.
+ */
+async function fetchAgain(url: string, init: RequestInit): Promise<Response> {
+  try {
+    return await fetch(url, init)
+  } catch (error) {
+    const code = ((error as Error).cause as { code?: string } | undefined)?.code
+    if (code !== 'ECONNRESET' || init.signal?.aborted) throw error
+    return fetch(url, init)
+  }
+}
+
 describe.each(STORAGES)('an export meets faults (%s)', (kind) => {
   let server: TestServer
   let owner: Person
@@ -337,7 +351,7 @@ describe.each(STORAGES)('an export meets faults (%s)', (kind) => {
 
   /** A download begun: its first bytes read, the rest waiting. */
   async function begun(controller: AbortController) {
-    const res = await fetch(`${server.url}/api/app/orgs/${owner.orgId}/export`, {
+    const res = await fetchAgain(`${server.url}/api/app/orgs/${owner.orgId}/export`, {
       headers: { cookie: owner.cookie },
       signal: controller.signal,
     })
@@ -350,7 +364,7 @@ describe.each(STORAGES)('an export meets faults (%s)', (kind) => {
 
   /** A whole download: a gzip that ends, whose tar ends with the manifest. */
   async function whole(): Promise<void> {
-    const res = await fetch(`${server.url}/api/app/orgs/${owner.orgId}/export`, {
+    const res = await fetchAgain(`${server.url}/api/app/orgs/${owner.orgId}/export`, {
       headers: { cookie: owner.cookie },
     })
     expect(res.status).toBe(200)
@@ -381,7 +395,7 @@ describe.each(STORAGES)('an export meets faults (%s)', (kind) => {
   })
 
   test.runIf(kind === 'postgres')(
-    'the database going away during an export cuts the download, never a complete-looking archive, and the next download is whole',
+    'the database going away during an export either cuts the download or, the driver having reconnected, completes it whole: never a complete-looking archive that is not; the next download is whole',
     async () => {
       const { reader, first } = await begun(new AbortController())
       await server.storage.db.query(
@@ -399,10 +413,17 @@ describe.each(STORAGES)('an export meets faults (%s)', (kind) => {
       } catch {
         failed = true
       }
-      expect(failed).toBe(true)
-      expect(() => gunzipSync(Buffer.concat(received))).toThrow()
+      if (failed) {
+        // Cut: what arrived is not an archive a tool would take for whole.
+        expect(() => gunzipSync(Buffer.concat(received))).toThrow()
+      } else {
+        // The export's next page went out on a new connection: the archive is whole.
+        const tar = gunzipSync(Buffer.concat(received))
+        expect(tar.includes(Buffer.from('manifest.json'))).toBe(true)
+        expect(tar.includes(Buffer.from('Card 99'))).toBe(true)
+      }
       await eventuallyAsync(async () => {
-        const res = await fetch(`${server.url}/api/app/orgs/${owner.orgId}/export`, {
+        const res = await fetchAgain(`${server.url}/api/app/orgs/${owner.orgId}/export`, {
           headers: { cookie: owner.cookie },
         })
         await res.arrayBuffer()
