@@ -116,7 +116,6 @@ function importFailure(error: Error): Error {
 
 /** One transfer's use of a thread: its messages, and how it ends. */
 interface Use {
-  worker: Worker
   job: number
   send(message: ToThread, transfer?: ArrayBuffer[]): void
   /** Ends the use: the thread is kept for the next transfer when it is still sound. */
@@ -283,7 +282,6 @@ export class TransferThreads implements ImportThread {
     worker.on('error', onFailure)
     worker.on('exit', exit)
     const use: Use = {
-      worker,
       job,
       send: (m, transfer) => worker.postMessage(m, transfer),
       end: (reusable) => {
