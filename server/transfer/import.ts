@@ -567,7 +567,7 @@ export async function importInto(
         if (tx) {
           await tx.query(
             `insert into files (id, org_id, visibility, mime_type, extension, size, sha256, data, created_at)
-             values ($1, $2, $3, $4, $5, $6, $7, $8, $9::text::timestamptz)`,
+             values ($1, $2, $3, $4, $5, $6, $7, decode($8, 'base64'), $9::text::timestamptz)`,
             [
               rec.id,
               target.orgId,
@@ -576,7 +576,8 @@ export async function importInto(
               rec.extension,
               rec.size,
               rec.sha256,
-              bytes,
+              // As base64 text: a third more than the bytes, where the driver's hex is twice.
+              bytes.toString('base64'),
               rec.createdAt,
             ],
           )
@@ -815,22 +816,24 @@ export async function importInto(
       }
     }
 
-    // Entries are read whole (the format keeps each under MAX_ENTRY_BYTES).
-    let current: { name: string; chunks: Buffer[]; size: number } | undefined
+    // Entries are read whole (the format keeps each under MAX_ENTRY_BYTES), each into one
+    // buffer of its size: no copy per piece, no joining of the pieces after.
+    let current: { name: string; bytes: Buffer; filled: number } | undefined
     await readTar(unpacked(body, options.maxBytes), {
       start(e) {
         if (e.size > MAX_ENTRY_BYTES) {
           throw badArchive(`${e.name} is larger than ${MAX_ENTRY_BYTES} bytes`)
         }
-        current = { name: e.name, chunks: [], size: e.size }
+        current = { name: e.name, bytes: Buffer.allocUnsafeSlow(e.size), filled: 0 }
       },
       chunk(data) {
-        current?.chunks.push(Buffer.from(data))
+        if (!current) return
+        current.filled += data.copy(current.bytes, current.filled)
       },
       async end() {
-        const c = current as { name: string; chunks: Buffer[] }
+        const c = current as { name: string; bytes: Buffer }
         current = undefined
-        await handle(c.name, Buffer.concat(c.chunks))
+        await handle(c.name, c.bytes)
       },
     })
 
