@@ -4,11 +4,11 @@ import { createGzip } from 'node:zlib'
 import { openDb } from '../../persistence/db.ts'
 import type { Db } from '../../persistence/types.ts'
 import { ApiError } from '../errors.ts'
+import { ChunkCredit, ChunkQueue } from './chunks.ts'
 import { type BoardJson, type ExportLive, exportOrganization, type MapJson } from './export.ts'
 import { importInto } from './import.ts'
 import {
   type Ask,
-  CHUNKS_AHEAD,
   errorOf,
   type FromThread,
   type Job,
@@ -28,15 +28,14 @@ const port = parentPort
 if (!port) throw new Error('thread.worker.ts runs as a worker thread')
 const send = (message: FromThread, transfer?: ArrayBuffer[]) => port.postMessage(message, transfer)
 
-/** The transfer under way: the bytes that arrived (an import's), the reader's pace (an export's). */
+/** The transfer under way: the bytes that arrive (an import's), the reader's pace (an export's). */
 interface Current {
   job: number
-  queue: Uint8Array[]
-  ended: boolean
+  bytes: ChunkQueue
+  credit: ChunkCredit
+  /** Why the request's thread stopped the transfer, once it did. */
   aborted: string | undefined
-  credit: number
   asks: Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>
-  wake: (() => void) | undefined
 }
 let current: Current | undefined
 
@@ -44,12 +43,10 @@ port.on('message', (message: ToThread) => {
   if (message.type === 'start') {
     current = {
       job: message.job,
-      queue: [],
-      ended: false,
+      bytes: new ChunkQueue(),
+      credit: new ChunkCredit(),
       aborted: undefined,
-      credit: CHUNKS_AHEAD,
       asks: new Map(),
-      wake: undefined,
     }
     void run(current, message.run)
     return
@@ -57,47 +54,29 @@ port.on('message', (message: ToThread) => {
   // What was sent for a transfer already ended is dropped.
   const c = current
   if (message.job !== c?.job) return
-  if (message.type === 'chunk') c.queue.push(message.data)
-  else if (message.type === 'end') c.ended = true
+  if (message.type === 'chunk') c.bytes.push(message.data)
+  else if (message.type === 'end') c.bytes.finish()
   else if (message.type === 'abort') {
     c.aborted = message.message
+    c.bytes.finish(
+      new ApiError(
+        400,
+        `The archive's upload stopped before its end (${message.message}); nothing was written`,
+      ),
+    )
+    c.credit.close()
     for (const ask of c.asks.values()) ask.reject(new Error(message.message))
-  } else if (message.type === 'read') c.credit += 1
+  } else if (message.type === 'read') c.credit.read()
   else if (message.type === 'answer') {
     const ask = c.asks.get(message.ask)
     c.asks.delete(message.ask)
     if (message.error) ask?.reject(thrown(message.error as ThreadError))
     else ask?.resolve(message.value)
   }
-  c.wake?.()
 })
 
-const waitFor = (c: Current) =>
-  new Promise<void>((r) => {
-    c.wake = r
-  }).then(() => {
-    c.wake = undefined
-  })
-
 /** An import's bytes, in order; each chunk read asks for one more. */
-async function* body(c: Current): AsyncGenerator<Buffer> {
-  for (;;) {
-    const chunk = c.queue.shift()
-    if (chunk) {
-      send({ type: 'read', job: c.job })
-      yield Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
-      continue
-    }
-    if (c.aborted !== undefined) {
-      throw new ApiError(
-        400,
-        `The archive's upload stopped before its end (${c.aborted}); nothing was written`,
-      )
-    }
-    if (c.ended) return
-    await waitFor(c)
-  }
-}
+const body = (c: Current) => c.bytes.chunks(() => send({ type: 'read', job: c.job }))
 
 /** What an export reads of the live documents, asked of the request's thread. */
 function asking(c: Current): ExportLive {
@@ -130,9 +109,7 @@ async function exported(c: Current, db: Db, orgId: string, now: Date): Promise<v
   tar.pipe(gzip)
   try {
     for await (const chunk of gzip as AsyncIterable<Buffer>) {
-      while (c.credit === 0 && c.aborted === undefined) await waitFor(c)
-      if (c.aborted !== undefined) return
-      c.credit -= 1
+      if (!(await c.credit.take())) return
       const data = new Uint8Array(chunk)
       send({ type: 'chunk', job: c.job, data }, [data.buffer])
     }

@@ -1,6 +1,7 @@
 import { Worker } from 'node:worker_threads'
 import type { PostgresLimits } from '../../persistence/types.ts'
 import { ApiError } from '../errors.ts'
+import { ChunkCredit, ChunkQueue } from './chunks.ts'
 import type { ExportLive } from './export.ts'
 import type { ImportOptions, ImportReport, ImportTarget, ImportThread } from './import.ts'
 
@@ -74,9 +75,6 @@ export interface ThreadError {
   code?: string | undefined
 }
 
-/** How many chunks may wait on the other side, not yet taken. */
-export const CHUNKS_AHEAD = 8
-
 /** How long a thread is kept after its transfer, for the next one. */
 const KEEP_MS = 60_000
 
@@ -140,22 +138,19 @@ export class TransferThreads implements ImportThread {
   ): Promise<ImportReport> {
     return new Promise<ImportReport>((resolve, reject) => {
       let settled = false
-      let credit = CHUNKS_AHEAD
-      let wake: (() => void) | undefined
+      const credit = new ChunkCredit()
       const settle = (fn: () => void, reusable: boolean) => {
         if (settled) return
         settled = true
-        wake?.()
+        credit.close()
         use.end(reusable)
         fn()
       }
       const use = this.use(
         { kind: 'import', target, options },
         (message) => {
-          if (message.type === 'read') {
-            credit += 1
-            wake?.()
-          } else if (message.type === 'done') {
+          if (message.type === 'read') credit.read()
+          else if (message.type === 'done') {
             settle(() => resolve(message.report as ImportReport), true)
           } else if (message.type === 'failed') {
             settle(() => reject(thrown(message.error)), true)
@@ -166,13 +161,7 @@ export class TransferThreads implements ImportThread {
       void (async () => {
         try {
           for await (const chunk of body) {
-            while (credit === 0 && !settled) {
-              await new Promise<void>((r) => {
-                wake = r
-              })
-            }
-            if (settled) return
-            credit -= 1
+            if (!(await credit.take())) return
             // A copy of its own, moved rather than copied again: a request's chunk may
             // share its memory with others.
             const data = new Uint8Array(chunk)
@@ -200,57 +189,38 @@ export class TransferThreads implements ImportThread {
    * Stopping early (the client went away) stops the thread's export.
    */
   async *export(orgId: string, now: Date, live: ExportLive): AsyncGenerator<Buffer> {
-    const queue: Uint8Array[] = []
-    let ended: { error?: Error } | undefined
-    let wake: (() => void) | undefined
-    const finish = (how: { error?: Error }, reusable: boolean) => {
-      if (ended) return
-      ended = how
+    const queue = new ChunkQueue()
+    let used = false
+    const finish = (reusable: boolean, error?: Error) => {
+      if (used) return
+      used = true
+      queue.finish(error)
       use.end(reusable)
-      wake?.()
     }
     const use = this.use(
       { kind: 'export', orgId, now: now.toISOString() },
       (message) => {
-        if (message.type === 'chunk') {
-          queue.push(message.data)
-          wake?.()
-        } else if (message.type === 'ask') {
+        if (message.type === 'chunk') queue.push(message.data)
+        else if (message.type === 'ask') {
           void answer(live, message.question).then(
             (value) => use.send({ type: 'answer', job: use.job, ask: message.ask, value }),
             (error: unknown) =>
               use.send({ type: 'answer', job: use.job, ask: message.ask, error: errorOf(error) }),
           )
-        } else if (message.type === 'done') {
-          finish({}, true)
-        } else if (message.type === 'failed') {
-          finish({ error: thrown(message.error) }, true)
-        }
+        } else if (message.type === 'done') finish(true)
+        else if (message.type === 'failed') finish(true, thrown(message.error))
       },
-      (error) => finish({ error }, false),
+      (error) => finish(false, error),
     )
     try {
-      for (;;) {
-        const chunk = queue.shift()
-        if (chunk) {
-          if (!ended) use.send({ type: 'read', job: use.job })
-          yield Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
-          continue
-        }
-        if (ended) {
-          if (ended.error) throw ended.error
-          return
-        }
-        await new Promise<void>((r) => {
-          wake = r
-        })
-        wake = undefined
-      }
+      yield* queue.chunks(() => {
+        if (!used) use.send({ type: 'read', job: use.job })
+      })
     } finally {
-      if (!ended) {
+      if (!used) {
         // The reader stopped (the download was cut): the thread stops too.
         use.send({ type: 'abort', job: use.job, message: 'the download stopped' })
-        finish({}, true)
+        finish(true)
       }
     }
   }
