@@ -1,10 +1,5 @@
 import { createHash } from 'node:crypto'
-import type * as Y from 'yjs'
 import type { Db } from '../../persistence/types.ts'
-import { boardDocName, boardMaps } from '../../shared/board-doc.ts'
-import { mapDocName } from '../../shared/doc-names.ts'
-import { mapDocMaps } from '../../shared/map-doc.ts'
-import type { LiveDocs } from '../live/live-docs.ts'
 import {
   BOARD_ENTRY,
   FORMAT,
@@ -32,13 +27,15 @@ export interface ExportDeps {
   live: ExportLive
 }
 
-/** What an export reads of the live documents (liveReads; from another thread, by asking). */
+/** What an export reads of the live documents (live-reads.ts; from a transfer thread, by asking). */
 export interface ExportLive {
   /** Stores people's edits batched in memory: the export reads storage. */
   flushPeople(orgId: string): Promise<void>
   board(orgId: string): Promise<BoardJson>
   map(orgId: string, mapId: string): Promise<MapJson>
 }
+
+type Json = Record<string, unknown>
 
 /** The board document as the export writes it: `generation` left out of its meta. */
 export interface BoardJson {
@@ -55,40 +52,6 @@ export interface MapJson {
   edges: ({ id: string } & Json)[]
 }
 
-/** A Y.Map of entries as sorted records. */
-function entriesOf(m: Y.Map<Y.Map<unknown>>): ({ id: string } & Json)[] {
-  return [...m.entries()]
-    .map(([id, v]) => ({ id, ...fieldsOf(v) }))
-    .sort((a, b) => a.id.localeCompare(b.id))
-}
-
-/** The live documents of this process, read for an export. */
-export function liveReads(live: LiveDocs): ExportLive {
-  return {
-    flushPeople: (orgId) => live.flushPeople(orgId),
-    board: (orgId) =>
-      live.read(boardDocName(orgId), (doc) => {
-        const maps = boardMaps(doc)
-        const meta = doc.getMap('meta').toJSON() as Json
-        delete meta.generation
-        return {
-          meta,
-          claims: maps.claims.toJSON() as Json,
-          columns: entriesOf(maps.columns),
-          projects: entriesOf(maps.projects),
-          tasks: entriesOf(maps.tasks),
-        }
-      }),
-    map: (orgId, mapId) =>
-      live.read(mapDocName(orgId, mapId), (d) => {
-        const m = mapDocMaps(d)
-        const meta = m.meta.toJSON() as Json
-        delete meta.generation
-        return { meta, nodes: entriesOf(m.nodes), edges: entriesOf(m.edges) }
-      }),
-  }
-}
-
 /** Below every id: where keyset pages start. */
 const NONE = '00000000-0000-0000-0000-000000000000'
 const CARD_PAGE = 200
@@ -96,13 +59,6 @@ const ROW_PAGE = 1000
 const MAP_PAGE = 50
 /** Stored files read per query (their bytes included). */
 const FILE_PAGE = 4
-
-type Json = Record<string, unknown>
-
-/** A Y.Map entry's fields as JSON, `generation` left out of a document's meta. */
-function fieldsOf(m: Y.Map<unknown>): Json {
-  return m.toJSON() as Json
-}
 
 class Writer {
   readonly entries: Manifest['entries'] = []

@@ -6,7 +6,6 @@ import type { Db } from '../../persistence/types.ts'
 import { ApiError } from '../errors.ts'
 import { ChunkCredit, ChunkQueue } from './chunks.ts'
 import { type BoardJson, type ExportLive, exportOrganization, type MapJson } from './export.ts'
-import { importInto } from './import.ts'
 import {
   type Ask,
   errorOf,
@@ -125,6 +124,9 @@ async function run(c: Current, job: Job): Promise<void> {
     const db = await openDb({ databaseUrl: job.databaseUrl, limits: job.limits, maxConnections: 1 })
     try {
       if (job.kind === 'import') {
+        // Loaded when first needed: a thread that only exports never loads the importer
+        // (Yjs, the schemas), ~10 MB of a thread's start.
+        const { importInto } = await import('./import.ts')
         answer = {
           type: 'done',
           job: c.job,

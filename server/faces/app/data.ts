@@ -2,7 +2,7 @@ import { pipeline, Readable } from 'node:stream'
 import { createGzip } from 'node:zlib'
 import { ApiError, badRequest } from '../../errors.ts'
 import { answer } from '../../http/route-docs.ts'
-import { exportOrganization, liveReads } from '../../transfer/export.ts'
+import { exportOrganization } from '../../transfer/export.ts'
 import {
   archiveOf,
   fromGitHub,
@@ -11,6 +11,7 @@ import {
   type Moved,
 } from '../../transfer/foreign.ts'
 import { importArchive } from '../../transfer/import.ts'
+import { liveReads } from '../../transfer/live-reads.ts'
 import { type AppRouter, queryOf } from './route.ts'
 
 /** The media types POST /import takes (app.ts lets them past the JSON-only rule). */
