@@ -15,7 +15,7 @@ import type { ImportOptions, ImportReport, ImportTarget, ImportThread } from './
  * early and stays small.
  *
  * One thread is kept KEEP_MS after its transfer ends, for the next (the app's preview of
- * an import and the import itself, an export and the one after): a thread costs ~40 MB to
+ * an import and the import itself, an export and the one after): a thread costs ~48 MB to
  * start (its heap, the modules, the type stripper). Transfers running at once each get
  * one; those beyond the kept one end with their transfer.
  *
