@@ -57,10 +57,6 @@ export class ChunkQueue {
     this.wake?.()
   }
 
-  get finished(): boolean {
-    return this.end !== undefined
-  }
-
   /** The chunks as they arrive; `taken` runs as each is taken (to say "read"). */
   async *chunks(taken: () => void): AsyncGenerator<Buffer> {
     for (;;) {
