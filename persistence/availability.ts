@@ -47,6 +47,21 @@ export function isConnectionError(error: unknown): boolean {
   return CONNECTION_CODES.has(code) || code.startsWith('08')
 }
 
+/**
+ * Postgres errors that mean "the database is busy", not "this query is wrong" nor "the
+ * database is away": a lock not granted within lock_timeout (55P03), a statement cut at
+ * statement_timeout (57014), a deadlock broken (40P01), a serialization failure (40001).
+ * The transaction was rolled back, so nothing of it was written, and the same request
+ * sent again a moment later may well succeed: callers answer 503 with Retry-After.
+ */
+const BUSY_CODES = new Set(['55P03', '57014', '40P01', '40001'])
+
+export function isBusyError(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false
+  const code = (error as { code?: unknown }).code
+  return typeof code === 'string' && BUSY_CODES.has(code)
+}
+
 export interface StorageStatus {
   /** False from a connection failure until a probe succeeds. */
   readonly available: boolean

@@ -92,6 +92,10 @@ export async function writeMap<T>(
   // Checked first so a stale or foreign id never loads a document.
   await findMap(ctx.db, orgId, mapId)
   return ctx.write(mapDocName(orgId, mapId), async (w) => {
+    // Locked below: an earlier write of the lane (people's edits of this map) may be
+    // storing a change of this row, and would wait for this lock while this write waited
+    // for its commit, until the lock timeout broke both.
+    await w.earlierCommitted()
     const [row] = await w.tx.query<MapRow & Record<string, unknown>>(
       `update maps set updated_at = $3 where id = $1 and org_id = $2 and deleted_at is null
        returning ${COLUMNS}`,
@@ -331,6 +335,8 @@ export async function delete_map(
   const name = mapDocName(orgId, input.mapId)
   await findMap(ctx.db, orgId, input.mapId)
   await ctx.write(name, async (w) => {
+    // Locked below: people's edits of this map may be storing a change of its row (writeMap).
+    await w.earlierCommitted()
     const rows = await w.tx.query(
       `update maps set deleted_at = $3, updated_at = $3
         where id = $1 and org_id = $2 and deleted_at is null returning id`,

@@ -1,7 +1,11 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
 import type { Document } from '@hocuspocus/server'
 import * as Y from 'yjs'
-import { isConnectionError, StorageUnavailable } from '../../persistence/availability.ts'
+import {
+  isBusyError,
+  isConnectionError,
+  StorageUnavailable,
+} from '../../persistence/availability.ts'
 import type { Db, Queryable, Transaction } from '../../persistence/types.ts'
 import { CLOSE } from '../../shared/live-protocol.ts'
 import { generationOf } from '../../shared/rebase.ts'
@@ -274,6 +278,8 @@ export class OrgLane {
     const cause = this.lastFailure
     if (isClaimMoved(cause)) throw new ClaimMoved()
     if (isConnectionError(cause)) throw new StorageUnavailable(cause)
+    // The database was busy (a lock or a statement timed out): a 503 as well, nothing written.
+    if (isBusyError(cause)) throw cause
     const rebased = rebasedDocOf(cause)
     if (rebased) throw documentRebased(rebased)
     // Built on a write refused as one to send again (503: nothing was written), it is too.

@@ -15,9 +15,18 @@ export async function startServer(
   overrides: Partial<Config> = {},
   options: Omit<Parameters<typeof createApp>[1], 'db'> = {},
 ): Promise<TestServer> {
-  const storage = await freshDb(kind)
+  const base = loadConfig({})
+  // The database's limits as configured (a test may shorten the lock timeout).
+  const storage = await freshDb(kind, {
+    limits: {
+      connectTimeoutMs: overrides.dbConnectTimeoutMs ?? base.dbConnectTimeoutMs,
+      statementTimeoutMs: overrides.dbStatementTimeoutMs ?? base.dbStatementTimeoutMs,
+      lockTimeoutMs: overrides.dbLockTimeoutMs ?? base.dbLockTimeoutMs,
+      idleInTransactionMs: overrides.dbIdleInTransactionMs ?? base.dbIdleInTransactionMs,
+    },
+  })
   const config: Config = {
-    ...loadConfig({}),
+    ...base,
     port: 0,
     host: '127.0.0.1',
     logLevel: 'error',

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import postgres from 'postgres'
 import { openDb } from '../../persistence/db.ts'
 import { migrate } from '../../persistence/migrate.ts'
-import type { Db } from '../../persistence/types.ts'
+import type { Db, PostgresLimits } from '../../persistence/types.ts'
 
 /** Every storage test runs against both; real Postgres is required (unreachable is a failure). */
 export const STORAGES = ['pglite', 'postgres'] as const
@@ -21,7 +21,7 @@ export interface TestDb {
 /** A fresh, migrated database: in-memory PGlite, or a new Postgres database dropped afterwards. */
 export async function freshDb(
   kind: StorageKind,
-  options: { migrate?: boolean } = {},
+  options: { migrate?: boolean; limits?: PostgresLimits } = {},
 ): Promise<TestDb> {
   if (kind === 'pglite') {
     const db = await openDb({ dataDir: 'memory://' })
@@ -38,7 +38,11 @@ export async function freshDb(
   }
   const url = new URL(TEST_DATABASE_URL)
   url.pathname = `/${name}`
-  const db = await openDb({ databaseUrl: url.toString(), maxConnections: 20 })
+  const db = await openDb({
+    databaseUrl: url.toString(),
+    maxConnections: 20,
+    limits: options.limits,
+  })
   if (options.migrate !== false) await migrate(db)
   return {
     db,
