@@ -8,6 +8,13 @@
 /** How many chunks may wait on the other side, not yet taken. */
 export const CHUNKS_AHEAD = 8
 
+/**
+ * An export's chunks cross in a ring of CHUNKS_AHEAD slots of this size, shared by the two
+ * threads (threads.ts): the thread copies each chunk into the next slot, the request's
+ * thread writes it to the connection and gives the slot back once written.
+ */
+export const RING_SLOT_BYTES = 64 * 1024
+
 /** The sending end: room for one more chunk, given back as the other side reads. */
 export class ChunkCredit {
   private credit = CHUNKS_AHEAD

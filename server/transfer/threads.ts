@@ -61,11 +61,18 @@ export type ToThread = { job: number } & (
 /** From a thread. */
 export type FromThread = { job: number } & (
   | { type: 'read' }
-  | { type: 'chunk'; data: Uint8Array }
+  | { type: 'ring'; ring: SharedArrayBuffer }
+  | { type: 'slot'; offset: number; length: number }
   | { type: 'ask'; ask: number; question: Ask }
   | { type: 'done'; report?: ImportReport }
   | { type: 'failed'; error: ThreadError }
 )
+
+/** An export's bytes: chunks to write, and `written` to call as each has gone. */
+export interface ExportChunks {
+  chunks: AsyncIterable<Buffer>
+  written: () => void
+}
 
 /** An error as it crosses threads: an ApiError's answer, or a cause with its code. */
 export interface ThreadError {
@@ -193,42 +200,64 @@ export class TransferThreads implements ImportThread {
    * An export (export.ts exportOrganization, gzipped) on a thread: the archive's bytes as
    * the thread makes them; what it reads of the live documents it asks `live` for here.
    * Stopping early (the client went away) stops the thread's export.
+   *
+   * The chunks are views of a ring the thread shares (CHUNKS_AHEAD slots): `written` must
+   * be called as each has gone to the connection, in order, which gives its slot back.
+   * Nothing is allocated per chunk on either side: chunks sent as memory of their own
+   * would be freed only when this thread's collector ran, and with its large heap that is
+   * seldom (64 MB of them piled up during a full-scale export, held by the allocator for
+   * good after).
    */
-  async *export(orgId: string, now: Date, live: ExportLive): AsyncGenerator<Buffer> {
-    const queue = new ChunkQueue()
+  export(orgId: string, now: Date, live: ExportLive): ExportChunks {
+    let use: Use | undefined
     let used = false
-    const finish = (reusable: boolean, error?: Error) => {
-      if (used) return
-      used = true
-      queue.finish(error)
-      use.end(reusable)
+    const written = () => {
+      if (use && !used) use.send({ type: 'read', job: use.job })
     }
-    const use = this.use(
-      { kind: 'export', orgId, now: now.toISOString() },
-      (message) => {
-        if (message.type === 'chunk') queue.push(message.data)
-        else if (message.type === 'ask') {
-          void answer(live, message.question).then(
-            (value) => use.send({ type: 'answer', job: use.job, ask: message.ask, value }),
-            (error: unknown) =>
-              use.send({ type: 'answer', job: use.job, ask: message.ask, error: errorOf(error) }),
-          )
-        } else if (message.type === 'done') finish(true)
-        else if (message.type === 'failed') finish(true, thrown(message.error))
-      },
-      (error) => finish(false, error),
-    )
-    try {
-      yield* queue.chunks(() => {
-        if (!used) use.send({ type: 'read', job: use.job })
-      })
-    } finally {
-      if (!used) {
-        // The reader stopped (the download was cut): the thread stops too.
-        use.send({ type: 'abort', job: use.job, message: 'the download stopped' })
-        finish(true)
+    const start = async function* (this: TransferThreads): AsyncGenerator<Buffer> {
+      const queue = new ChunkQueue()
+      let ring: SharedArrayBuffer | undefined
+      const finish = (reusable: boolean, error?: Error) => {
+        if (used) return
+        used = true
+        queue.finish(error)
+        use?.end(reusable)
+      }
+      const current = this.use(
+        { kind: 'export', orgId, now: now.toISOString() },
+        (message) => {
+          if (message.type === 'ring') ring = message.ring
+          else if (message.type === 'slot' && ring) {
+            queue.push(new Uint8Array(ring, message.offset, message.length))
+          } else if (message.type === 'ask') {
+            void answer(live, message.question).then(
+              (value) =>
+                current.send({ type: 'answer', job: current.job, ask: message.ask, value }),
+              (error: unknown) =>
+                current.send({
+                  type: 'answer',
+                  job: current.job,
+                  ask: message.ask,
+                  error: errorOf(error),
+                }),
+            )
+          } else if (message.type === 'done') finish(true)
+          else if (message.type === 'failed') finish(true, thrown(message.error))
+        },
+        (error) => finish(false, error),
+      )
+      use = current
+      try {
+        yield* queue.chunks(() => {})
+      } finally {
+        if (!used) {
+          // The reader stopped (the download was cut): the thread stops too.
+          current.send({ type: 'abort', job: current.job, message: 'the download stopped' })
+          finish(true)
+        }
       }
     }
+    return { chunks: start.call(this), written }
   }
 
   /** Ends every thread (the server closing): transfers under way fail, and roll back. */

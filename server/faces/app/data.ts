@@ -99,7 +99,8 @@ export function dataRoutes(app: AppRouter): void {
       const now = new Date(clock.now())
       const reads = liveReads(live)
       let chunks: AsyncIterable<Buffer>
-      if (transfers) chunks = transfers.export(org.id, now, reads)
+      let written: (() => void) | undefined
+      if (transfers) ({ chunks, written } = transfers.export(org.id, now, reads))
       else {
         const gzip = createGzip()
         // Not object mode: the stream buffers 64 KB ahead, not 16 entries of up to 4 MB each.
@@ -115,6 +116,7 @@ export function dataRoutes(app: AppRouter): void {
         status: 200,
         stream: {
           chunks,
+          written,
           mimeType: 'application/gzip',
           filename: `${org.name} ${day}.corkboard.tar.gz`,
         },

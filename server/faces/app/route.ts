@@ -44,6 +44,8 @@ export interface DownloadFile {
 /** A download written as it is made (its length unknown until the end). */
 export interface DownloadStream {
   chunks: AsyncIterable<Buffer>
+  /** Told, in order, as each chunk has gone to the connection (its memory may be reused). */
+  written?: (() => void) | undefined
   mimeType: string
   filename: string
 }
@@ -185,7 +187,9 @@ async function sendStream(res: ServerResponse, file: DownloadStream): Promise<vo
   try {
     for (let next = first; !next.done; next = await iterator.next()) {
       if (res.destroyed) throw new Error('the client went away')
-      if (!res.write(next.value)) await once(res, 'drain', res)
+      if (!res.write(next.value, file.written && (() => file.written?.()))) {
+        await once(res, 'drain', res)
+      }
     }
     res.end()
   } catch (error) {
