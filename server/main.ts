@@ -6,8 +6,8 @@ import { enableCompileCache, flushCompileCache } from 'node:module'
  * Node's compile cache first, before the service's modules load: they are stripped of
  * their types once and kept on disk (NODE_COMPILE_CACHE, by default in the system's
  * temporary folder). The transfer threads use it too (the variable is what they read):
- * a thread that finds its code there does not load the type stripper, and starts in 16 MB
- * where it took 31.
+ * a thread that finds its code there does not load the type stripper (measured: a server
+ * grows 20 MB over its first, small export, where it grew 29; it idles in 156 MB, not 166).
  */
 const cache = enableCompileCache()
 if (cache.directory) process.env.NODE_COMPILE_CACHE ??= cache.directory
