@@ -40,6 +40,8 @@ const SERVER_OPTIONS: Record<string, string> = process.env.BENCH_SERVER_NODE_OPT
   ? { NODE_OPTIONS: process.env.BENCH_SERVER_NODE_OPTIONS }
   : {}
 const SCREENSHOT_BYTES = 200 * 1024
+/** How long the control runs the requests alone (about as long as a full-scale export). */
+const CONTROL_MS = FULL ? 60_000 : 10_000
 const SCREENSHOTS = ((FULL ? 500 : 50) * 1024 * 1024) / SCREENSHOT_BYTES
 
 /**
@@ -194,6 +196,20 @@ export async function run(log: (line: string) => void): Promise<void> {
       // The first export also compiles the code it runs; the second is a running server's
       // (the growth the issue bounds).
       const idle = await idleProbe(from.url, admin)
+      // The control: the same requests for as long, with no transfer. What they alone add
+      // (the request thread's young generation touching pages it had not used yet) is
+      // part of what the first export's growth counts.
+      {
+        const before = await rssMb(from.child.pid)
+        const peak = sampler(from.child.pid)
+        const probe = prober(from.url, admin)
+        await new Promise((r) => setTimeout(r, CONTROL_MS))
+        const top = await peak.stop()
+        const during = await probe.stop()
+        log(
+          `control, the same requests for ${CONTROL_MS / 1000} s and no transfer: server RSS ${before.toFixed(0)} → peak ${top.toFixed(0)} MB (+${(top - before).toFixed(0)} MB, ${during.n} requests)`,
+        )
+      }
       for (const which of ['first export', 'second export']) {
         const before = await rssMb(from.child.pid)
         const peak = sampler(from.child.pid)
