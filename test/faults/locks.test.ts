@@ -1,10 +1,14 @@
 import { randomUUID } from 'node:crypto'
 import postgres from 'postgres'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import * as Y from 'yjs'
 import { mapDocName } from '../../shared/board-doc.ts'
-import { mapDocMaps } from '../../shared/map-doc.ts'
-import { type Agent, connectProvider, eventuallyAsync, ownerWithAgent } from '../support/client.ts'
+import {
+  type Agent,
+  connectProvider,
+  drawNode,
+  eventuallyAsync,
+  ownerWithAgent,
+} from '../support/client.ts'
 import { startServer, type TestServer } from '../support/server.ts'
 
 /**
@@ -74,15 +78,7 @@ describe('a busy database (Postgres)', () => {
       await holder`begin`
       await holder`select pg_advisory_xact_lock(hashtext(${`generation:${docName}`}))`
       const drawn = randomUUID()
-      live.doc.transact(() => {
-        const m = new Y.Map<unknown>()
-        m.set('text', 'drawn by hand')
-        m.set('x', 10)
-        m.set('y', 20)
-        m.set('color', '#123456')
-        m.set('imageUrl', null)
-        mapDocMaps(live.doc).nodes.set(drawn, m)
-      })
+      drawNode(live.doc, drawn, 'drawn by hand')
       await eventuallyAsync(async () => {
         const [row] = await admin`select count(*)::int as n from pg_stat_activity
           where datname = current_database() and wait_event_type = 'Lock'

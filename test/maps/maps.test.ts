@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import * as Y from 'yjs'
 import { mapDocName } from '../../shared/board-doc.ts'
 import { mapDocMaps } from '../../shared/map-doc.ts'
 import {
   type Agent,
   connectProvider,
+  drawNode,
   eventually,
   eventuallyAsync,
   ownerWithAgent,
@@ -558,15 +558,7 @@ describe.each(STORAGES)('mind maps (%s)', (kind) => {
       )
       try {
         const id = randomUUID()
-        live.doc.transact(() => {
-          const m = new Y.Map<unknown>()
-          m.set('text', 'drawn by hand')
-          m.set('x', 10)
-          m.set('y', 20)
-          m.set('color', '#123456')
-          m.set('imageUrl', null)
-          mapDocMaps(live.doc).nodes.set(id, m)
-        })
+        drawNode(live.doc, id, 'drawn by hand')
         const read = await eventuallyAsync(async () => {
           const r = await agent.ok('get_map', { mapId: map.id })
           return r.nodes.length === 1 ? r : undefined

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { HocuspocusProvider, HocuspocusProviderWebsocket } from '@hocuspocus/provider'
 import * as Y from 'yjs'
+import { mapDocMaps } from '../../shared/map-doc.ts'
 
 export interface Reply<T = any> {
   status: number
@@ -183,4 +184,17 @@ export async function eventuallyAsync<T>(
     if (Date.now() > deadline) throw new Error('condition not met in time')
     await new Promise((r) => setTimeout(r, 10))
   }
+}
+
+/** A node a person draws on a map's canvas, through their live copy (no agent call). */
+export function drawNode(doc: Y.Doc, id: string, text: string): void {
+  doc.transact(() => {
+    const m = new Y.Map<unknown>()
+    m.set('text', text)
+    m.set('x', 10)
+    m.set('y', 20)
+    m.set('color', '#123456')
+    m.set('imageUrl', null)
+    mapDocMaps(doc).nodes.set(id, m)
+  })
 }
