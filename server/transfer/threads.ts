@@ -205,8 +205,8 @@ export class TransferThreads implements ImportThread {
    * be called as each has gone to the connection, in order, which gives its slot back.
    * Nothing is allocated per chunk on either side: chunks sent as memory of their own
    * would be freed only when this thread's collector ran, and with its large heap that is
-   * seldom (64 MB of them piled up during a full-scale export, held by the allocator for
-   * good after).
+   * seldom (40-55 MB of them piled up during a full-scale export, and the allocator kept
+   * that memory after).
    */
   export(orgId: string, now: Date, live: ExportLive): ExportChunks {
     let use: Use | undefined
