@@ -8,7 +8,7 @@ import { sharedSecret } from './auth/secrets.ts'
 import { Descriptions } from './board/descriptions.ts'
 import { ClaimsFollower } from './claims/follow.ts'
 import { type Clock, systemClock } from './clock.ts'
-import type { Config } from './config.ts'
+import { type Config, postgresLimits } from './config.ts'
 import { ApiError } from './errors.ts'
 import { agentEndpoint } from './faces/agent/endpoint.ts'
 import { IdempotencySweeper } from './faces/agent/idempotency-store.ts'
@@ -107,10 +107,7 @@ export async function createApp(
       databaseUrl: config.databaseUrl,
       dataDir: config.dataDir,
       limits: {
-        connectTimeoutMs: config.dbConnectTimeoutMs,
-        statementTimeoutMs: config.dbStatementTimeoutMs,
-        lockTimeoutMs: config.dbLockTimeoutMs,
-        idleInTransactionMs: config.dbIdleInTransactionMs,
+        ...postgresLimits(config),
         onAvailability: (available, cause) =>
           available
             ? log.info('the database answers again')
@@ -179,12 +176,7 @@ export async function createApp(
     db.kind === 'postgres' && config.databaseUrl
       ? new TransferThreads({
           databaseUrl: config.databaseUrl,
-          limits: {
-            connectTimeoutMs: config.dbConnectTimeoutMs,
-            statementTimeoutMs: config.dbStatementTimeoutMs,
-            lockTimeoutMs: config.dbLockTimeoutMs,
-            idleInTransactionMs: config.dbIdleInTransactionMs,
-          },
+          limits: postgresLimits(config),
         })
       : undefined
   appApi(router, {

@@ -1,3 +1,4 @@
+import type { PostgresLimits } from '../persistence/types.ts'
 import { LOG_LEVELS, type LogLevel } from './http/log.ts'
 
 /** Every environment variable the service reads; the README's configuration table mirrors this. */
@@ -204,5 +205,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     signupWindowSeconds: whole(env, 'SIGNUP_WINDOW_SECONDS', 3600, 1),
     oauthRegistrationsPerAddress: whole(env, 'OAUTH_REGISTRATIONS_PER_ADDRESS', 30, 1),
     oauthRegistrationWindowSeconds: whole(env, 'OAUTH_REGISTRATION_WINDOW_SECONDS', 3600, 1),
+  }
+}
+
+/** The Postgres session limits the configuration sets (every connection of the service). */
+export function postgresLimits(config: Config): PostgresLimits {
+  return {
+    connectTimeoutMs: config.dbConnectTimeoutMs,
+    statementTimeoutMs: config.dbStatementTimeoutMs,
+    lockTimeoutMs: config.dbLockTimeoutMs,
+    idleInTransactionMs: config.dbIdleInTransactionMs,
   }
 }

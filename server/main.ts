@@ -14,6 +14,7 @@ if (cache.directory) process.env.NODE_COMPILE_CACHE ??= cache.directory
 const { createApp } = await import('./app.ts')
 const { loadConfig } = await import('./config.ts')
 const { createLogger } = await import('./http/log.ts')
+const { loadThreadModule } = await import('./transfer/threads.ts')
 
 const config = loadConfig()
 // Start and stop lines are written at every LOG_LEVEL but silent: they say where it listens.
@@ -22,7 +23,9 @@ const app = await createApp(config)
 const url = await app.listen()
 app.warmSite().catch(() => {})
 // The transfer thread's own module, which the request's thread never loads otherwise.
-import('./transfer/thread.worker.ts').then(() => flushCompileCache()).catch(() => {})
+loadThreadModule()
+  .then(() => flushCompileCache())
+  .catch(() => {})
 say.info(
   `Corkboard listening on ${url} (storage: ${config.databaseUrl ? 'Postgres' : `PGlite in ${config.dataDir}`})`,
   { url },

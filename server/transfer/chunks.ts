@@ -1,8 +1,8 @@
 /**
  * The two ends of a transfer's bytes as they cross between threads (threads.ts): the
- * sender keeps at most CHUNKS_AHEAD chunks that the other side has not taken, and the
- * receiver says "read" for each it takes. An import's bytes go one way, an export's the
- * other; both directions use these.
+ * sender keeps at most CHUNKS_AHEAD chunks that the other side has not yet given back,
+ * and the receiver says "read" for each: an import's thread as it takes one, the request's
+ * thread as an export's chunk has gone to the connection (its ring slot is free again).
  */
 
 /** How many chunks may wait on the other side, not yet taken. */

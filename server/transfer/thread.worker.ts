@@ -26,8 +26,8 @@ import {
  */
 
 const port = parentPort
-// main.ts loads this module on the request's thread too, once, only so that the compile
-// cache holds it stripped of its types before a thread starts: it serves nothing there.
+// Loaded on the request's thread too, once (threads.ts loadThreadModule), only so that the
+// compile cache holds it stripped of its types before a thread starts: it serves nothing there.
 const send = (message: FromThread, transfer?: ArrayBuffer[]) => port?.postMessage(message, transfer)
 
 /** The transfer under way: the bytes that arrive (an import's), the reader's pace (an export's). */

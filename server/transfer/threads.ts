@@ -93,6 +93,14 @@ const HEAP = { maxOldGenerationSizeMb: 128, maxYoungGenerationSizeMb: 8 }
 
 const WORKER = new URL('./thread.worker.ts', import.meta.url)
 
+/**
+ * Loads the thread's module on this thread, where it serves nothing: main.ts does it once
+ * at start so that the compile cache holds it before a thread starts.
+ */
+export function loadThreadModule(): Promise<unknown> {
+  return import(WORKER.href)
+}
+
 export function errorOf(error: unknown): ThreadError {
   if (error instanceof ApiError) {
     return { message: error.message, status: error.status, extra: error.extra }

@@ -197,8 +197,7 @@ export async function run(log: (line: string) => void): Promise<void> {
       // (the growth the issue bounds).
       const idle = await idleProbe(from.url, admin)
       // The control: the same requests for as long, with no transfer. What they alone add
-      // (the request thread's young generation touching pages it had not used yet) is
-      // part of what the first export's growth counts.
+      // is part of what the first export's growth counts.
       {
         const before = await rssMb(from.child.pid)
         const peak = sampler(from.child.pid)

@@ -1,5 +1,5 @@
 import { type App, createApp } from '../../server/app.ts'
-import { type Config, loadConfig } from '../../server/config.ts'
+import { type Config, loadConfig, postgresLimits } from '../../server/config.ts'
 import { freshDb, type StorageKind, type TestDb } from './storage.ts'
 
 export interface TestServer {
@@ -17,14 +17,7 @@ export async function startServer(
 ): Promise<TestServer> {
   const base = loadConfig({})
   // The database's limits as configured (a test may shorten the lock timeout).
-  const storage = await freshDb(kind, {
-    limits: {
-      connectTimeoutMs: overrides.dbConnectTimeoutMs ?? base.dbConnectTimeoutMs,
-      statementTimeoutMs: overrides.dbStatementTimeoutMs ?? base.dbStatementTimeoutMs,
-      lockTimeoutMs: overrides.dbLockTimeoutMs ?? base.dbLockTimeoutMs,
-      idleInTransactionMs: overrides.dbIdleInTransactionMs ?? base.dbIdleInTransactionMs,
-    },
-  })
+  const storage = await freshDb(kind, { limits: postgresLimits({ ...base, ...overrides }) })
   const config: Config = {
     ...base,
     port: 0,

@@ -187,9 +187,7 @@ async function sendStream(res: ServerResponse, file: DownloadStream): Promise<vo
   try {
     for (let next = first; !next.done; next = await iterator.next()) {
       if (res.destroyed) throw new Error('the client went away')
-      if (!res.write(next.value, file.written && (() => file.written?.()))) {
-        await once(res, 'drain', res)
-      }
+      if (!res.write(next.value, file.written)) await once(res, 'drain', res)
     }
     res.end()
   } catch (error) {
