@@ -817,14 +817,18 @@ export async function importInto(
     }
 
     // Entries are read whole (the format keeps each under MAX_ENTRY_BYTES), each into one
-    // buffer of its size: no copy per piece, no joining of the pieces after.
+    // buffer: no joining of the pieces after. The buffer is reused, grown to the largest
+    // entry so far: `handle` keeps nothing of an entry's bytes once it returns, and an
+    // import of thousands of files allocates none per file.
+    let room = Buffer.allocUnsafeSlow(0)
     let current: { name: string; bytes: Buffer; filled: number } | undefined
     await readTar(unpacked(body, options.maxBytes), {
       start(e) {
         if (e.size > MAX_ENTRY_BYTES) {
           throw badArchive(`${e.name} is larger than ${MAX_ENTRY_BYTES} bytes`)
         }
-        current = { name: e.name, bytes: Buffer.allocUnsafeSlow(e.size), filled: 0 }
+        if (e.size > room.length) room = Buffer.allocUnsafeSlow(e.size)
+        current = { name: e.name, bytes: room.subarray(0, e.size), filled: 0 }
       },
       chunk(data) {
         if (!current) return

@@ -1,12 +1,11 @@
 import { Readable } from 'node:stream'
-import { setFlagsFromString } from 'node:v8'
-import { runInNewContext } from 'node:vm'
 import { parentPort } from 'node:worker_threads'
 import { createGzip } from 'node:zlib'
 import { openDb } from '../../persistence/db.ts'
 import type { Db } from '../../persistence/types.ts'
 import { ApiError } from '../errors.ts'
 import { CHUNKS_AHEAD, ChunkCredit, ChunkQueue, RING_SLOT_BYTES } from './chunks.ts'
+import { collectingEvery } from './collector.ts'
 import { type BoardJson, type ExportLive, exportOrganization, type MapJson } from './export.ts'
 import {
   type Ask,
@@ -102,35 +101,21 @@ function asking(c: Current): ExportLive {
 
 /**
  * What a transfer reads and writes (the database's messages, each stored file's bytes, the
- * archive's pieces) is memory outside this thread's heap, freed only when a collection finds it
- * dead, and the heap is small, so the collector seldom runs: tens of MB of it piled up
- * between collections, and glibc's arena for this thread kept what it once held for good
- * (measured with smaps over a full-scale export: the arena grew +70 MB; collected every
- * COLLECT_EVERY bytes of archive, +19 to +26 MB, for about a second of collections in a
- * minute's export).
+ * archive's pieces) is memory outside this thread's heap, freed only when a collection finds
+ * it dead (collector.ts). Measured with smaps over a full-scale export: left alone, glibc's
+ * arena for this thread grew +70 MB; with a full collection every 8 MB of archive, +19 to
+ * +26 MB, for about a second of collections in a minute's export. A young collection every
+ * MB in between frees the pieces that died young before they pile up.
  */
-const COLLECT_EVERY = 8 * 1024 * 1024
-let fullCollection: (() => void) | undefined
+const COLLECT_YOUNG_EVERY = 1024 * 1024
+const COLLECT_ALL_EVERY = 8 * 1024 * 1024
 
-/** A full collection of this thread's heap. */
-function collect(): void {
-  if (!fullCollection) {
-    setFlagsFromString('--expose-gc')
-    fullCollection = runInNewContext('gc') as () => void
-  }
-  fullCollection()
-}
-
-/** An archive's pieces as they come (made or read), with a collection after each COLLECT_EVERY bytes. */
+/** An archive's pieces as they come (made or read), collected as they pass. */
 async function* collected(pieces: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
-  let since = 0
+  const passed = collectingEvery(COLLECT_YOUNG_EVERY, COLLECT_ALL_EVERY)
   for await (const piece of pieces) {
     yield piece
-    since += piece.length
-    if (since >= COLLECT_EVERY) {
-      since = 0
-      collect()
-    }
+    passed(piece.length)
   }
 }
 

@@ -2,6 +2,7 @@ import { Worker } from 'node:worker_threads'
 import type { PostgresLimits } from '../../persistence/types.ts'
 import { ApiError } from '../errors.ts'
 import { ChunkCredit, ChunkQueue } from './chunks.ts'
+import { collectingEvery } from './collector.ts'
 import type { ExportLive } from './export.ts'
 import type { ImportOptions, ImportReport, ImportTarget, ImportThread } from './import.ts'
 
@@ -91,6 +92,9 @@ const KEEP_MS = 60_000
  */
 const HEAP = { maxOldGenerationSizeMb: 128, maxYoungGenerationSizeMb: 8 }
 
+/** How much of an import's body passes before this thread's young generation is collected. */
+const MAIN_COLLECT_YOUNG_EVERY = 4 * 1024 * 1024
+
 const WORKER = new URL('./thread.worker.ts', import.meta.url)
 
 /**
@@ -173,9 +177,13 @@ export class TransferThreads implements ImportThread {
         },
         (error) => settle(() => reject(importFailure(error)), false),
       )
+      // The socket's reads a request's chunks were parsed from die here, young: collected
+      // every few MB, or they pile up (38 MB of them over a full-scale import's files).
+      const passed = collectingEvery(MAIN_COLLECT_YOUNG_EVERY, 0)
       void (async () => {
         try {
           for await (const chunk of body) {
+            passed(chunk.length)
             if (!(await credit.take())) return
             // Moved to the thread, not copied: a chunk left here would be freed only when
             // this thread's collector gets to it, and this thread, whose heap is large,

@@ -4,10 +4,14 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { gunzipSync, gzipSync } from 'node:zlib'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { png } from '../images/fixtures.ts'
 import { Agent, connectProvider, eventually, Person } from '../support/client.ts'
 import { seededOrg } from '../support/fixtures.ts'
 import { startServer, type TestServer } from '../support/server.ts'
 import { STORAGES } from '../support/storage.ts'
+
+/** A node's image: another size and other bytes than the screenshot's. */
+const NODE_PNG = Buffer.from(png({ width: 48, height: 40, seed: 3 }))
 
 /** A 1×1 PNG, structurally valid (every chunk CRC correct). */
 const PNG =
@@ -140,7 +144,12 @@ describe.each(STORAGES)('export and import (%s)', (kind) => {
     const { node } = await agent.ok('create_node', { mapId: map.id, text: 'root' })
     const { node: leaf } = await agent.ok('create_node', { mapId: map.id, text: 'leaf' })
     await agent.ok('create_edge', { mapId: map.id, sourceId: node.id, targetId: leaf.id })
-    await agent.ok('set_node_image', { nodeId: node.id, imageBase64: PNG })
+    // Another size and other bytes than the screenshot's: an import reads its entries into
+    // one reused buffer, and the round trip compares every file's bytes.
+    await agent.ok('set_node_image', {
+      nodeId: node.id,
+      imageBase64: NODE_PNG.toString('base64'),
+    })
     const hook = await owner.request('POST', `/api/app/orgs/${owner.orgId}/webhooks`, {
       url: 'https://receiver.example.com/hook',
       events: ['card.created'],
@@ -358,6 +367,7 @@ describe.each(STORAGES)('export and import (%s)', (kind) => {
       expect(root.imageUrl).toContain(`/files/public/${p.orgId}/`)
       const image = await fetch(new URL(root.imageUrl, c.url))
       expect(image.status).toBe(200)
+      expect(Buffer.from(await image.arrayBuffer()).equals(NODE_PNG)).toBe(true)
       expect(board.activity ?? []).toEqual(
         expect.arrayContaining([expect.objectContaining({ taskId: ids.card, agentName: 'Ada' })]),
       )

@@ -12,24 +12,29 @@ export interface ServiceProcess {
 }
 
 /**
- * The service as it runs in production: `node server/main.ts` in a process of its own on
+ * The service as it runs in production: `npm start`'s `node server/main.ts` in a process of its own on
  * port 0, on storage that exists already. A crash is the process exiting, which a test can
  * see (`child.exitCode`), and a load generator does not share its event loop.
  */
 export async function startProcess(env: Record<string, string>): Promise<ServiceProcess> {
-  const child = spawn(process.execPath, ['server/main.ts'], {
-    env: {
-      ...process.env,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'info',
-      SCRYPT_N: '1024',
-      SIGNUPS_PER_ADDRESS: '1000000',
-      OAUTH_REGISTRATIONS_PER_ADDRESS: '1000000',
-      ...env,
+  // The young generation's cap, as `npm start` sets it (package.json).
+  const child = spawn(
+    process.execPath,
+    ['--scavenger-max-new-space-capacity-mb=8', 'server/main.ts'],
+    {
+      env: {
+        ...process.env,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        LOG_LEVEL: 'info',
+        SCRYPT_N: '1024',
+        SIGNUPS_PER_ADDRESS: '1000000',
+        OAUTH_REGISTRATIONS_PER_ADDRESS: '1000000',
+        ...env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
     },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
+  )
   let errors = ''
   let output = ''
   child.stderr?.on('data', (chunk: Buffer) => {
