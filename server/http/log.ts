@@ -12,12 +12,12 @@ export type LogLevel = (typeof LOG_LEVELS)[number]
  */
 export interface Logger {
   error(...args: unknown[]): void
+  warn(...args: unknown[]): void
   info(...args: unknown[]): void
 }
 
 /** The service's logger: JSON lines (pino), each carrying the request id of its request. */
 export interface ServiceLogger extends Logger {
-  warn(...args: unknown[]): void
   debug(...args: unknown[]): void
   /** Whether lines of this level are written (skip building a line nobody reads). */
   enabled(level: Exclude<LogLevel, 'silent'>): boolean

@@ -447,8 +447,12 @@ export class OrgLane {
     }
     const refused = await this.refusedKey(write.origin, error)
     if (rebased) return documentRebased(rebased)
-    if (!refused && !(error instanceof ApiError))
-      this.services.log.error(`a write of ${this.orgId} failed`, error)
+    if (!refused && !(error instanceof ApiError)) {
+      // A busy database (a lock or a statement timed out) is answered 503 and sent again:
+      // worth a warning, not a fault.
+      if (isBusyError(error)) this.services.log.warn(`a write of ${this.orgId} failed`, error)
+      else this.services.log.error(`a write of ${this.orgId} failed`, error)
+    }
     return refused ?? error
   }
 

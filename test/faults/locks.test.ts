@@ -10,6 +10,7 @@ import {
   ownerWithAgent,
 } from '../support/client.ts'
 import { startServer, type TestServer } from '../support/server.ts'
+import { startProcess } from '../support/service-process.ts'
 
 /**
  * A database that is there but busy: a row another transaction holds past the lock
@@ -65,6 +66,39 @@ describe('a busy database (Postgres)', () => {
     expect(retried.node.text).toBe('changed')
     const after = await agent.ok('get_map', { mapId: map.id })
     expect(after.nodes.map((n: { text: string }) => n.text)).toEqual(['changed'])
+  })
+
+  test('a write refused because the database was busy is logged as a warning naming the write, not as a fault', async () => {
+    // The service as it runs, logging at LOG_LEVEL=warn, on the same database.
+    const service = await startProcess({
+      DATABASE_URL: server.storage.url as string,
+      DB_LOCK_TIMEOUT_MS: String(LOCK_TIMEOUT_MS),
+      LOG_LEVEL: 'warn',
+    })
+    const holder = await admin.reserve()
+    try {
+      const { agent: there, owner: person } = await ownerWithAgent(service.url)
+      const { map } = await there.ok('create_map', { title: 'Plans' })
+      const { node } = await there.ok('create_node', { mapId: map.id, text: 'first' })
+      await holder`begin`
+      await holder`select 1 from maps where id = ${map.id} for update`
+      const refused = await there.call('update_node', { nodeId: node.id, text: 'changed' })
+      expect(refused.status).toBe(503)
+      await holder`rollback`
+      const lines = service
+        .output()
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as { level: string; msg: string })
+      expect(lines).toContainEqual(
+        expect.objectContaining({ level: 'warn', msg: `a write of ${person.orgId} failed` }),
+      )
+      expect(lines.filter((l) => l.level === 'error')).toEqual([])
+    } finally {
+      await holder`rollback`
+      holder.release()
+      await service.stop()
+    }
   })
 
   test("an agent's write to a map while people's edits of it are being stored waits for them, rather than lock the map's row they need (no deadlock until the lock timeout)", async () => {

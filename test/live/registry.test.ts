@@ -9,7 +9,7 @@ import { DocRegistry, gone } from '../../server/live/doc-registry.ts'
  * stale copy must never take the live one out of Hocuspocus's map.
  */
 describe('the server never works on a document that is no longer the live one', () => {
-  const quiet = { error: () => {}, info: () => {} }
+  const quiet = { error: () => {}, warn: () => {}, info: () => {} }
   let hocuspocus: Hocuspocus
   afterEach(async () => {
     await hocuspocus?.closeConnections()

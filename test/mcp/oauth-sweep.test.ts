@@ -187,7 +187,7 @@ describe.each(STORAGES)('the OAuth sweep (%s)', (kind) => {
     const errors: unknown[][] = []
     const sweeper = new OAuthSweeper({
       db: gone.db,
-      log: { error: (...args: unknown[]) => errors.push(args), info: () => {} },
+      log: { error: (...args: unknown[]) => errors.push(args), warn: () => {}, info: () => {} },
     })
     sweeper.start()
     await vi.waitFor(() => expect(errors).toHaveLength(1), { timeout: 5000 })

@@ -14,7 +14,7 @@ import {
   startWebhookServer,
 } from './support.ts'
 
-const silent = { error: () => {}, info: () => {} }
+const silent = { error: () => {}, warn: () => {}, info: () => {} }
 
 /** Writes `count` cards through the agent endpoint, spread over keys (each under its rate budget). */
 async function writeCards(server: TestServer, owner: Person, count: number): Promise<Set<string>> {
