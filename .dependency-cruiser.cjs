@@ -5,7 +5,7 @@ const layers = [
   ['^shared/'],
   ['^persistence/'],
   [
-    '^server/(errors|clock|config|sweeper)\\.ts$',
+    '^server/(errors|clock|config|sweeper|collector)\\.ts$',
     '^server/http/',
     '^server/images/',
     '^server/metrics/',

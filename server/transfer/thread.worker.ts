@@ -3,9 +3,9 @@ import { parentPort } from 'node:worker_threads'
 import { createGzip } from 'node:zlib'
 import { openDb } from '../../persistence/db.ts'
 import type { Db } from '../../persistence/types.ts'
+import { collectingEvery } from '../collector.ts'
 import { ApiError } from '../errors.ts'
 import { CHUNKS_AHEAD, ChunkCredit, ChunkQueue, RING_SLOT_BYTES } from './chunks.ts'
-import { collectingEvery } from './collector.ts'
 import { type BoardJson, type ExportLive, exportOrganization, type MapJson } from './export.ts'
 import {
   type Ask,

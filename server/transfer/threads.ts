@@ -1,8 +1,8 @@
 import { Worker } from 'node:worker_threads'
 import type { PostgresLimits } from '../../persistence/types.ts'
+import { collectingEvery } from '../collector.ts'
 import { ApiError } from '../errors.ts'
 import { ChunkCredit, ChunkQueue } from './chunks.ts'
-import { collectingEvery } from './collector.ts'
 import type { ExportLive } from './export.ts'
 import type { ImportOptions, ImportReport, ImportTarget, ImportThread } from './import.ts'
 

@@ -2,11 +2,13 @@ import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 
 /**
- * Collections a transfer asks for, on the thread it runs on. What a transfer moves (the
- * database's messages, stored files, the archive's pieces, a request's socket reads) is
- * memory outside the JavaScript heap, freed only when a collection finds its owner dead;
- * the heap itself grows slowly meanwhile, so left alone the collector seldom runs, tens of
- * MB pile up between collections, and glibc's allocator keeps what it once held.
+ * Collections asked for, on the thread that asks, where waiting for V8 to start one costs
+ * memory. What a transfer moves (the database's messages, stored files, the archive's
+ * pieces, a request's socket reads) is memory outside the JavaScript heap, freed only when
+ * a collection finds its owner dead; the heap itself grows slowly meanwhile, so left alone
+ * the collector seldom runs, tens of MB pile up between collections, and glibc's allocator
+ * keeps what it once held. The compaction thread lets a large replayed document go before
+ * it builds another.
  *
  * A young collection frees what died young (nearly all of it: a chunk lives for one
  * write), in a millisecond or two; a full one also frees what lived long enough to be
