@@ -9,6 +9,13 @@ import { enableCompileCache, flushCompileCache } from 'node:module'
  * a thread that finds its code there does not load the type stripper (measured: a server
  * grows 20 MB over its first, small export, where it grew 29; it idles in 156 MB, not 166).
  */
+const cache = enableCompileCache()
+if (cache.directory) process.env.NODE_COMPILE_CACHE ??= cache.directory
+const { createApp } = await import('./app.ts')
+const { loadConfig } = await import('./config.ts')
+const { createLogger } = await import('./http/log.ts')
+const { loadThreadModule } = await import('./transfer/threads.ts')
+
 /**
  * The request thread's young generation, capped by `npm start` (package.json): V8 grows it
  * to 128 MB by default, and a server that touches all of it (a board's load, a minute of
@@ -22,13 +29,6 @@ const youngGenerationCapped = () =>
   [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)].some((a) =>
     a.startsWith(YOUNG_CAP),
   )
-
-const cache = enableCompileCache()
-if (cache.directory) process.env.NODE_COMPILE_CACHE ??= cache.directory
-const { createApp } = await import('./app.ts')
-const { loadConfig } = await import('./config.ts')
-const { createLogger } = await import('./http/log.ts')
-const { loadThreadModule } = await import('./transfer/threads.ts')
 
 const config = loadConfig()
 // Start and stop lines are written at every LOG_LEVEL but silent: they say where it listens.
