@@ -42,7 +42,7 @@ loadThreadModule()
   .catch(() => {})
 if (!youngGenerationCapped()) {
   say.info(
-    `started without ${YOUNG_CAP}=8: the request thread's young generation may grow to 128 MB, which npm start caps at 32`,
+    `started without ${YOUNG_CAP} (npm start sets it): the request thread's young generation may grow to 128 MB`,
   )
 }
 say.info(

@@ -450,8 +450,10 @@ export class OrgLane {
     if (!refused && !(error instanceof ApiError)) {
       // A busy database (a lock or a statement timed out) is answered 503 and sent again:
       // worth a warning, not a fault.
-      if (isBusyError(error)) this.services.log.warn(`a write of ${this.orgId} failed`, error)
-      else this.services.log.error(`a write of ${this.orgId} failed`, error)
+      this.services.log[isBusyError(error) ? 'warn' : 'error'](
+        `a write of ${this.orgId} failed`,
+        error,
+      )
     }
     return refused ?? error
   }

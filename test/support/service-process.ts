@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 
 export interface ServiceProcess {
   url: string
@@ -11,30 +12,34 @@ export interface ServiceProcess {
   stop(): Promise<void>
 }
 
+/** `npm start`'s arguments to node (package.json): its flags, then server/main.ts. */
+const START_ARGS = (
+  JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    scripts: { start: string }
+  }
+).scripts.start
+  .split(/\s+/)
+  .slice(1)
+
 /**
- * The service as it runs in production: `npm start`'s `node server/main.ts` in a process of its own on
- * port 0, on storage that exists already. A crash is the process exiting, which a test can
- * see (`child.exitCode`), and a load generator does not share its event loop.
+ * The service as it runs in production: `npm start`, in a process of its own on port 0, on
+ * storage that exists already. A crash is the process exiting, which a test can see
+ * (`child.exitCode`), and a load generator does not share its event loop.
  */
 export async function startProcess(env: Record<string, string>): Promise<ServiceProcess> {
-  // The young generation's cap, as `npm start` sets it (package.json).
-  const child = spawn(
-    process.execPath,
-    ['--scavenger-max-new-space-capacity-mb=8', 'server/main.ts'],
-    {
-      env: {
-        ...process.env,
-        PORT: '0',
-        HOST: '127.0.0.1',
-        LOG_LEVEL: 'info',
-        SCRYPT_N: '1024',
-        SIGNUPS_PER_ADDRESS: '1000000',
-        OAUTH_REGISTRATIONS_PER_ADDRESS: '1000000',
-        ...env,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
+  const child = spawn(process.execPath, START_ARGS, {
+    env: {
+      ...process.env,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      SCRYPT_N: '1024',
+      SIGNUPS_PER_ADDRESS: '1000000',
+      OAUTH_REGISTRATIONS_PER_ADDRESS: '1000000',
+      ...env,
     },
-  )
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
   let errors = ''
   let output = ''
   child.stderr?.on('data', (chunk: Buffer) => {
