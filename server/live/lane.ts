@@ -73,6 +73,8 @@ interface LaneWrite {
   peopleSettled: boolean
   /** Its place in a batch, when it joined one. */
   member: BatchMember | undefined
+  /** What it stores in a transaction of its own, when it joined no batch. */
+  storedAlone: WriteRecord[] | undefined
   /** When it sent the commit statement of its batch, or its own (performance.now()). */
   commitAt: number | undefined
 }
@@ -257,6 +259,7 @@ export class OrgLane {
       people: undefined,
       peopleSettled: false,
       member: undefined,
+      storedAlone: undefined,
       commitAt: undefined,
     }
     return write
@@ -332,6 +335,7 @@ export class OrgLane {
     const storeEvents = events.length > 0 && sink !== undefined && staged === undefined
     if (scope.queried || before.stored || storeEvents) {
       this.batch = undefined
+      write.storedAlone = records
       this.computed(write)
       await this.earlierCommitted(write)
       if (storeEvents) await sink.store(tx, origin, events, requestId)
@@ -388,8 +392,8 @@ export class OrgLane {
     if (!member) {
       release(write.marker)
       this.settlePeople(write, true)
-      for (const name of write.docs) compaction.appended(name)
-      for (const u of write.people?.updates ?? []) compaction.appended(u.doc)
+      for (const r of write.storedAlone ?? [])
+        for (const u of r.updates) if (!u.unloaded) compaction.appended(u.doc, u.update.length)
       return
     }
     const { batch, index, peopleAt, opener } = member
@@ -397,7 +401,7 @@ export class OrgLane {
       const recorded = await batch.recorded
       if (!recorded) throw new Error('a batch was committed without its records')
       for (const r of batch.records.slice(0, recorded.stored))
-        for (const u of r.updates) if (!u.unloaded) compaction.appended(u.doc)
+        for (const u of r.updates) if (!u.unloaded) compaction.appended(u.doc, u.update.length)
       for (const m of batch.members) if (m.index < recorded.stored) release(m.marker)
       batch.settle(recorded)
       this.services.eventSink()?.stored(recorded.deliveryIds)

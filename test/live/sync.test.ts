@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import * as Y from 'yjs'
 import { sharedSecret } from '../../server/auth/secrets.ts'
 import { signSyncToken } from '../../server/auth/sync-tokens.ts'
-import { MERGE_AFTER, MERGED_MAX } from '../../server/live/compaction.ts'
+import { MERGE_AFTER, MERGED_MAX, REPLAY_FROM_BYTES } from '../../server/live/compaction.ts'
 import { boardDocName, boardMaps } from '../../shared/board-doc.ts'
 import { cardMaps } from '../../shared/card-doc.ts'
 import { cardDocName } from '../../shared/doc-names.ts'
@@ -199,6 +199,43 @@ describe.each(STORAGES)('live documents (%s)', (kind) => {
     await eventually(() => (server.app.live.hocuspocus.documents.has(name) ? undefined : true))
     expect((await agent.ok('list_projects')).projects).toHaveLength(1010)
   }, 90_000)
+
+  test('a few large writes are replayed into a snapshot once their bytes reach REPLAY_FROM_BYTES, so a cold load does not replay what they deleted', async () => {
+    const { owner, agent } = await ownerWithAgent(server.url)
+    const name = boardDocName(owner.orgId)
+    const rows = () =>
+      server.storage.db.query<{ level: number; bytes: number }>(
+        'select level, length(data)::int as bytes from doc_updates where doc_name = $1',
+        [name],
+      )
+    // Each write adds a batch of long-named projects and deletes the previous batch: a few
+    // rows, far fewer than MERGE_AFTER, most of whose bytes are content deleted since.
+    const batch = (i: number) =>
+      Array.from({ length: 40 }, (_, j) => [`p${i}-${j}`, `${i}-${j} `.padEnd(2_000, 'x')] as const)
+    const writes = Math.ceil((1.5 * REPLAY_FROM_BYTES) / (40 * 2_000))
+    for (let i = 0; i < writes; i++) {
+      await server.app.live.write(name, { type: 'server', orgId: owner.orgId }, async (w) => {
+        w.mutate((doc) => {
+          const { projects } = boardMaps(doc)
+          for (const [id] of batch(i - 1)) projects.delete(id)
+          for (const [id, title] of batch(i)) projects.set(id, new Y.Map([['name', title]]))
+        })
+      })
+    }
+    expect(writes).toBeLessThan(MERGE_AFTER)
+    const deadline = Date.now() + 30_000
+    while (!(await rows()).some((r) => r.level === 2) && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 20))
+    const stored = await rows()
+    expect(stored.some((r) => r.level === 2)).toBe(true)
+    // What is left is the snapshot and the rows appended after it, not every batch written.
+    const appended = writes * 40 * 2_000
+    expect(stored.reduce((sum, r) => sum + r.bytes, 0)).toBeLessThan(appended / 2)
+    const { projects } = await agent.ok('list_projects')
+    expect(
+      projects.filter((p: { name: string }) => p.name.startsWith(`${writes - 1}-`)),
+    ).toHaveLength(40)
+  }, 60_000)
 })
 
 describe.each(STORAGES)('losing access closes live connections (%s)', (kind) => {
