@@ -167,6 +167,24 @@ describe.each(STORAGES)('storage contract (%s)', (kind) => {
     await loadInto(db, 'contract/later', copy)
     expect(copy.getMap('m').toJSON()).toEqual({ a: 1, b: 2, c: 3 })
   })
+
+  test('a load applies the snapshot first, then the rows appended while it was made, though their ids are lower', async () => {
+    const source = new Y.Doc()
+    source.getMap('m').set('a', 1)
+    source.getMap('m').set('b', 2)
+    const snapshot = Y.encodeStateAsUpdate(source)
+    const later: Uint8Array[] = []
+    source.on('update', (u: Uint8Array) => later.push(u))
+    // Built on the snapshot's items (an overwrite), stored while the compaction ran.
+    source.getMap('m').set('a', 3)
+    await appendUpdate(db, 'contract/order', later[0] as Uint8Array)
+    await appendUpdate(db, 'contract/order', snapshot, 2)
+    const copy = new Y.Doc()
+    const loaded = await loadInto(db, 'contract/order', copy)
+    expect(loaded.rows.map((r) => r.level)).toEqual([2, 0])
+    expect(copy.getMap('m').toJSON()).toEqual({ a: 3, b: 2 })
+    expect(copy.store.pendingStructs).toBeNull()
+  })
 })
 
 /**
