@@ -118,6 +118,16 @@ export function actionContext(
         }
       : { type: 'person', orgId: who.orgId, userId: caller.user.id, email: who.email }
   const boardName = boardDocName(who.orgId)
+  /**
+   * The organisation's descriptions, read before the board presents cards. A board not in
+   * memory loads meanwhile: both wait mostly on Postgres (a 10,000-card board's cold summary
+   * read them one after the other).
+   */
+  const freshDescriptions = () => {
+    const fresh = services.descriptions.fresh(who.orgId)
+    live.loadAhead(boardName)
+    return fresh
+  }
   /** The write's callback with the action's steps around it. */
   const write = async <T>(
     docName: string,
@@ -125,7 +135,7 @@ export function actionContext(
     opens?: readonly string[],
   ): Promise<T> => {
     const { gate, answer } = steps
-    if (docName === boardName) await services.descriptions.fresh(who.orgId)
+    if (docName === boardName) await freshDescriptions()
     let committed: (() => void) | undefined
     const run = async (scope: WriteScope) => {
       if (gate && docName === boardName) await gate(scope, ctx)
@@ -158,7 +168,7 @@ export function actionContext(
     descriptions: services.descriptions,
     budget: steps.budget,
     readBoard: async (fn) => {
-      await services.descriptions.fresh(who.orgId)
+      await freshDescriptions()
       return live.read(boardName, (doc) => fn(new BoardView(doc, clock.now())))
     },
     writeBoard: (fn, opens) => write(boardName, fn, opens),

@@ -311,6 +311,15 @@ export class LiveDocs {
   }
 
   /**
+   * Starts loading a document not in memory yet while the caller waits on something else
+   * (`warm`); nothing when it is loaded or loading already.
+   */
+  loadAhead(docName: string): void {
+    const { documents, loadingDocuments } = this.hocuspocus
+    if (!documents.has(docName) && !loadingDocuments.has(docName)) this.warm(docName)
+  }
+
+  /**
    * The one write path (lane.ts): `fn` runs on the document named (and any other of the
    * organisation it opens) inside one Postgres transaction; its changes are stored with
    * it and shown to anyone only after the commit.

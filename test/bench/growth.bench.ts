@@ -81,6 +81,8 @@ interface Measured {
   docBytes: number
   docRows: number
   coldBoard: number
+  /** get_board's summary form, cold: the cheap read an agent starts with. */
+  coldSummary: number
   coldSync: number
   /** The first get_board of a process just started. */
   restartBoard: number
@@ -121,6 +123,7 @@ async function measure(
 ): Promise<Measured> {
   const board = boardDocName(org.orgId)
   const colds: number[] = []
+  const coldSummaries: number[] = []
   const coldSyncs: number[] = []
   const restarts: number[] = []
   for (let i = 0; i < COLD_RUNS; i++) {
@@ -129,6 +132,11 @@ async function measure(
     await new Agent(proc.url, org.key).ok('get_board')
     colds.push(performance.now() - t0)
     await proc.stop()
+    const brief = await warmProcess(env, warmOn)
+    t0 = performance.now()
+    await new Agent(brief.url, org.key).ok('get_board', { summary: true })
+    coldSummaries.push(performance.now() - t0)
+    await brief.stop()
     const again = await warmProcess(env, warmOn)
     t0 = performance.now()
     const live = await connectProvider(again.url, board, org.key)
@@ -173,6 +181,7 @@ async function measure(
       docBytes: size.bytes,
       docRows: size.rows,
       coldBoard: median(colds),
+      coldSummary: median(coldSummaries),
       coldSync: median(coldSyncs),
       restartBoard: median(restarts),
       warmSync,
@@ -254,11 +263,11 @@ function report(kind: StorageKind, results: Measured[], log: (l: string) => void
     `\n${kind}: ${ON_BOARD.toLocaleString('en')} cards on the board unless said; baseline: no history`,
   )
   log(
-    `${'organisation'.padEnd(66)} ${'board doc'.padStart(10)} ${'rows'.padStart(5)} ${'cold get_board'.padStart(15)} ${'cold sync'.padStart(10)} ${'warm sync'.padStart(10)} ${'after restart'.padStart(14)} ${'RSS'.padStart(8)}`,
+    `${'organisation'.padEnd(66)} ${'board doc'.padStart(10)} ${'rows'.padStart(5)} ${'cold get_board'.padStart(15)} ${'cold summary'.padStart(13)} ${'cold sync'.padStart(10)} ${'warm sync'.padStart(10)} ${'after restart'.padStart(14)} ${'RSS'.padStart(8)}`,
   )
   for (const r of results) {
     log(
-      `${r.name.padEnd(66)} ${mb(r.docBytes).padStart(10)} ${String(r.docRows).padStart(5)} ${ms(r.coldBoard).padStart(15)} ${ms(r.coldSync).padStart(10)} ${ms(r.warmSync).padStart(10)} ${ms(r.restartBoard).padStart(14)} ${`${r.rss.toFixed(0)} MB`.padStart(8)}`,
+      `${r.name.padEnd(66)} ${mb(r.docBytes).padStart(10)} ${String(r.docRows).padStart(5)} ${ms(r.coldBoard).padStart(15)} ${ms(r.coldSummary).padStart(13)} ${ms(r.coldSync).padStart(10)} ${ms(r.warmSync).padStart(10)} ${ms(r.restartBoard).padStart(14)} ${`${r.rss.toFixed(0)} MB`.padStart(8)}`,
     )
   }
   log(
@@ -270,7 +279,7 @@ function report(kind: StorageKind, results: Measured[], log: (l: string) => void
     const comments = shape.archived * shape.commentsPerArchived
     const perCard = (r.docBytes - base.docBytes) / shape.archived
     log(
-      `${r.name}: history ${((100 * (r.docBytes - base.docBytes)) / r.docBytes).toFixed(1)}% of the board document, cold get_board ×${(r.coldBoard / base.coldBoard).toFixed(2)}, first sync ×${(r.coldSync / base.coldSync).toFixed(2)}; +${perCard.toFixed(0)} B of board document per archived card (${comments.toLocaleString('en')} comments, ${shape.claimedArchived.toLocaleString('en')} claims behind them); RSS ×${(r.rss / base.rss).toFixed(2)} of no history`,
+      `${r.name}: history ${((100 * (r.docBytes - base.docBytes)) / r.docBytes).toFixed(1)}% of the board document, cold get_board ×${(r.coldBoard / base.coldBoard).toFixed(2)} (summary ×${(r.coldSummary / base.coldSummary).toFixed(2)}), first sync ×${(r.coldSync / base.coldSync).toFixed(2)}; +${perCard.toFixed(0)} B of board document per archived card (${comments.toLocaleString('en')} comments, ${shape.claimedArchived.toLocaleString('en')} claims behind them); RSS ×${(r.rss / base.rss).toFixed(2)} of no history`,
     )
   }
   for (const r of results) {
