@@ -19,6 +19,15 @@ type Done<Op> = Extract<CompactionReply, { op: Op }>
  */
 const IDLE_MS = 3_000
 
+/**
+ * The thread's young generation. A replay builds objects that all live until the document
+ * is encoded, so a large young generation only adds pages the process keeps: replaying a
+ * 10,000-card board took the process's RSS +226 MB (1.5 s) with V8's default, +129 MB (1.25 s)
+ * with this.
+ * Old space is left uncapped: a document of any size must replay.
+ */
+const YOUNG_MB = 8
+
 export class Compactor {
   /** The thread runs at the lowest priority unless told otherwise (tests that wait on it). */
   private readonly lowPriority: boolean
@@ -102,6 +111,7 @@ export class Compactor {
     if (this.worker) return this.worker
     const worker = new Worker(new URL('./compaction.worker.ts', import.meta.url), {
       workerData: { lowPriority: this.lowPriority },
+      resourceLimits: { maxYoungGenerationSizeMb: YOUNG_MB },
     })
     worker.unref()
     worker.on('message', (reply: CompactionReply) => {

@@ -4,10 +4,12 @@ import * as Y from 'yjs'
 import { parseDocName } from '../../shared/doc-names.ts'
 import {
   type CarriedEdit,
+  CLEARLY_LIVE,
   carry,
   type DocKind,
   docJson,
   generationOf,
+  liveItemBytes,
   liveState,
   rebuilt,
   rebuiltFrom,
@@ -81,11 +83,15 @@ function run(job: CompactionJob): CompactionReply {
   const kind = parseDocName(job.name)?.kind
   if (!kind) throw new Error(`${job.name} is not a document name`)
   if (job.op === 'snapshot') {
+    const { update, liveBytes, state, generation } = replayed(kind, job.updates)
+    // Clearly not dominated by tombstones: the live items' bytes stand for the next
+    // generation's, which is not built (a 10,000-card board's snapshot job: the process's
+    // RSS +129 MB and 1.25 s building it, +115 MB and 1.03 s not).
+    if (!state) return { id: job.id, op: 'snapshot', update, rebasedBytes: liveBytes }
     // The replayed document is let go, and collected, before the new generation is built
     // to be measured: holding both, a 10,000-card board's snapshot took this thread's heap
     // to 193 MB (165 used); letting go alone changed nothing (the collector had not run).
     // Now 134 MB (88 used). A small document is not worth a collection.
-    const { update, state, generation } = replayed(kind, job.updates)
     if (update.length >= COLLECT_FROM_BYTES) collectAll()
     const next = rebuiltFrom(kind, state, generation + 1)
     try {
@@ -118,14 +124,20 @@ function run(job: CompactionJob): CompactionReply {
   }
 }
 
-/** A document's stored updates replayed: its state, as an update and as plain values. */
+/**
+ * A document's stored updates replayed: its state as an update, its live items' bytes, and,
+ * unless it is clearly not dominated by tombstones, its state as plain values.
+ */
 function replayed(kind: DocKind, updates: Uint8Array[]) {
   const doc = new Y.Doc()
   try {
     replay(doc, updates)
+    const update = Y.encodeStateAsUpdate(doc)
+    const live = liveItemBytes(doc)
     return {
-      update: Y.encodeStateAsUpdate(doc),
-      state: liveState(kind, doc),
+      update,
+      liveBytes: live,
+      state: update.length < CLEARLY_LIVE * live ? undefined : liveState(kind, doc),
       generation: generationOf(doc),
     }
   } finally {
