@@ -1,6 +1,12 @@
+import { type ChildProcess, fork } from 'node:child_process'
 import { Worker } from 'node:worker_threads'
 import type { CarriedEdit } from '../../shared/rebase.ts'
-import type { CompactionJob, CompactionReply } from './compaction.worker.ts'
+import {
+  type CompactionJob,
+  type CompactionReply,
+  NORMAL_PRIORITY,
+  ONE_JOB,
+} from './compaction.worker.ts'
 
 type Job = CompactionJob extends infer J
   ? J extends { id: number }
@@ -28,6 +34,16 @@ const IDLE_MS = 3_000
  */
 const YOUNG_MB = 8
 
+/**
+ * A snapshot of a document this large (its stored updates' bytes) is replayed in a process
+ * of its own, which ends with the job. Memory a thread used stays with the server for good
+ * (docs/operations.md, "Memory"): a 10,000-card board's replay on the thread left the server
+ * +115 MB for ever; a process gives it back when it ends, and costs ~0.2 s to start.
+ */
+export const OWN_PROCESS_FROM_BYTES = 1024 * 1024
+
+const WORKER = new URL('./compaction.worker.ts', import.meta.url)
+
 export class Compactor {
   /** The thread runs at the lowest priority unless told otherwise (tests that wait on it). */
   private readonly lowPriority: boolean
@@ -50,7 +66,47 @@ export class Compactor {
    * it would have as a new generation (re-based: none of its tombstones).
    */
   async snapshot(updates: Uint8Array[], name: string): Promise<Done<'snapshot'>> {
-    return (await this.run({ op: 'snapshot', updates, name })) as Done<'snapshot'>
+    const job: Job = { op: 'snapshot', updates, name }
+    const bytes = updates.reduce((sum, u) => sum + u.length, 0)
+    const reply = bytes >= OWN_PROCESS_FROM_BYTES ? await this.inProcess(job) : await this.run(job)
+    return reply as Done<'snapshot'>
+  }
+
+  /** Processes running one job each (closed with the compactor). */
+  private readonly processes = new Set<ChildProcess>()
+  /** One such process at a time, as on the thread: each may take a few times its document. */
+  private processTurn: Promise<unknown> = Promise.resolve()
+  private closed = false
+
+  /** Runs one job in a process of its own, which ends with it, once the one before ended. */
+  private inProcess(job: Job): Promise<CompactionReply> {
+    const turn = this.processTurn.then(() => this.spawned(job))
+    this.processTurn = turn.catch(() => {})
+    return turn
+  }
+
+  private spawned(job: Job): Promise<CompactionReply> {
+    if (this.closed) return Promise.reject(new Error('compactor closed'))
+    const child = fork(WORKER, [ONE_JOB, ...(this.lowPriority ? [] : [NORMAL_PRIORITY])], {
+      execArgv: [`--scavenger-max-new-space-capacity-mb=${YOUNG_MB}`],
+      serialization: 'advanced',
+      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    })
+    this.processes.add(child)
+    return new Promise<CompactionReply>((resolve, reject) => {
+      let answered = false
+      child.once('message', (reply: CompactionReply) => {
+        answered = true
+        if (reply.op === 'failed') reject(new Error(`compaction failed: ${reply.error}`))
+        else resolve(reply)
+      })
+      child.once('error', reject)
+      child.once('exit', (code, signal) => {
+        this.processes.delete(child)
+        if (!answered) reject(new Error(`compaction process exited with ${signal ?? code}`))
+      })
+      child.send({ ...job, id: -1 })
+    })
   }
 
   /** One update merged from the updates, without a replay. */
@@ -104,6 +160,9 @@ export class Compactor {
     this.worker = undefined
     this.held.clear()
     this.failAll(new Error('compactor closed'))
+    this.closed = true
+    // A replay in a process of its own is abandoned too (its job fails as the process ends).
+    for (const child of this.processes) child.kill()
     await worker?.terminate()
   }
 

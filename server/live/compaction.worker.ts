@@ -17,9 +17,20 @@ import {
 import { collectAll } from '../collector.ts'
 import { mergedOf, replay } from './doc-store.ts'
 
+/**
+ * Started as a process of its own for one large snapshot (compaction-thread.ts), with this
+ * argument; `NORMAL_PRIORITY` as well unless it runs at the lowest.
+ */
+export const ONE_JOB = '--compaction-job'
+export const NORMAL_PRIORITY = '--normal-priority'
+const oneJob = process.argv.includes(ONE_JOB) && process.send !== undefined
+
 // The lowest priority, for this thread only (Linux applies it per thread): on a busy
 // machine a compaction waits rather than slowing requests. Nothing to do where refused.
-if ((workerData as { lowPriority?: boolean } | null)?.lowPriority !== false) {
+const lowPriority = oneJob
+  ? !process.argv.includes(NORMAL_PRIORITY)
+  : (workerData as { lowPriority?: boolean } | null)?.lowPriority !== false
+if (lowPriority) {
   try {
     setPriority(19)
   } catch {}
@@ -143,6 +154,19 @@ function replayed(kind: DocKind, updates: Uint8Array[]) {
   } finally {
     doc.destroy()
   }
+}
+
+/** A process started for one job: answers it, then ends. */
+if (oneJob) {
+  process.once('message', (job: CompactionJob) => {
+    let reply: CompactionReply
+    try {
+      reply = run(job)
+    } catch (error) {
+      reply = { id: job.id, op: 'failed', error: String(error) }
+    }
+    process.send?.(reply, undefined, {}, () => process.exit(0))
+  })
 }
 
 /** The compactor's thread: merges a document's stored updates, replays or rebuilds them. */
