@@ -27,9 +27,10 @@ const oneJob = process.argv.includes(ONE_JOB) && process.send !== undefined
 
 // The lowest priority, for this thread only (Linux applies it per thread): on a busy
 // machine a compaction waits rather than slowing requests. Nothing to do where refused.
+// Imported by the request's thread for its constants, the module leaves that thread alone.
 const lowPriority = oneJob
   ? !process.argv.includes(NORMAL_PRIORITY)
-  : (workerData as { lowPriority?: boolean } | null)?.lowPriority !== false
+  : parentPort !== null && (workerData as { lowPriority?: boolean } | null)?.lowPriority !== false
 if (lowPriority) {
   try {
     setPriority(19)

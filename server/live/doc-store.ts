@@ -84,7 +84,7 @@ const bytesOf = (row: RawRow): StoredRow => ({
  * Within a level, ids follow the order rows were written; every row of a higher level holds
  * only what was written before the rows of lower levels left beside it.
  */
-export const APPLY_ORDER = 'order by level desc, id'
+const APPLY_ORDER = 'order by level desc, id'
 
 async function storedRows(db: Queryable, docName: string, maxLevel = 2): Promise<StoredRow[]> {
   const rows = await db.query<RawRow>(

@@ -1,10 +1,14 @@
 import { execFileSync } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { getPriority, tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { afterEach, describe, expect, test } from 'vitest'
 import * as Y from 'yjs'
 import { Compactor, OWN_PROCESS_FROM_BYTES } from '../../server/live/compaction-thread.ts'
 import { replay } from '../../server/live/doc-store.ts'
 import { boardDocName } from '../../shared/doc-names.ts'
+import { startProcess } from '../support/service-process.ts'
 
 /**
  * A large document's snapshot is replayed in a process of its own, which ends with the job,
@@ -125,5 +129,18 @@ describe('large snapshots in a process of their own', () => {
     compactor = undefined
     await expect(job).rejects.toThrow(/compaction process exited/)
     expect(jobProcesses()).toEqual([])
+  })
+
+  test("the service's request thread keeps its priority: only compaction runs at the lowest", async () => {
+    // The request thread imports the compaction module for its constants; that module
+    // lowers the priority of the thread or process that runs compactions, and only theirs.
+    const dir = await mkdtemp(join(tmpdir(), 'cb-priority-'))
+    const service = await startProcess({ DATA_DIR: dir })
+    try {
+      expect(getPriority(service.child.pid)).toBe(getPriority(process.pid))
+    } finally {
+      await service.stop()
+      await rm(dir, { recursive: true, force: true })
+    }
   })
 })
