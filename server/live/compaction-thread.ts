@@ -52,6 +52,11 @@ export class Compactor {
   private nextId = 0
   /** Next generations the thread keeps (the thread stays while any is kept). */
   private readonly held = new Set<number>()
+  /** Processes running one job each (closed with the compactor). */
+  private readonly processes = new Set<ChildProcess>()
+  /** One such process at a time, as on the thread: each may take a few times its document. */
+  private processTurn: Promise<unknown> = Promise.resolve()
+  private closed = false
   private readonly waiting = new Map<
     number,
     { resolve: (reply: CompactionReply) => void; reject: (error: Error) => void }
@@ -71,12 +76,6 @@ export class Compactor {
     const reply = bytes >= OWN_PROCESS_FROM_BYTES ? await this.inProcess(job) : await this.run(job)
     return reply as Done<'snapshot'>
   }
-
-  /** Processes running one job each (closed with the compactor). */
-  private readonly processes = new Set<ChildProcess>()
-  /** One such process at a time, as on the thread: each may take a few times its document. */
-  private processTurn: Promise<unknown> = Promise.resolve()
-  private closed = false
 
   /** Runs one job in a process of its own, which ends with it, once the one before ended. */
   private inProcess(job: Job): Promise<CompactionReply> {
@@ -168,7 +167,7 @@ export class Compactor {
 
   private start(): Worker {
     if (this.worker) return this.worker
-    const worker = new Worker(new URL('./compaction.worker.ts', import.meta.url), {
+    const worker = new Worker(WORKER, {
       workerData: { lowPriority: this.lowPriority },
       resourceLimits: { maxYoungGenerationSizeMb: YOUNG_MB },
     })
