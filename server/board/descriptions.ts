@@ -29,6 +29,8 @@ interface OrgTexts {
   /** The snapshot horizon of the last read; undefined until the first. */
   horizon: string | undefined
   loading: Promise<void> | undefined
+  /** Shared: the read that starts once `loading` ends, for every call that came meanwhile. */
+  next: Promise<void> | undefined
   lastUsed: number
 }
 
@@ -63,6 +65,7 @@ export class Descriptions {
         archived: new Set(),
         horizon: undefined,
         loading: undefined,
+        next: undefined,
         lastUsed: Date.now(),
       }
       this.orgs.set(orgId, org)
@@ -83,16 +86,31 @@ export class Descriptions {
    */
   async fresh(orgId: string): Promise<void> {
     const org = this.org(orgId)
-    if (org.horizon !== undefined && !this.shared) return
-    while (org.loading) await org.loading
-    if (org.horizon !== undefined && !this.shared) return
+    for (;;) {
+      if (org.horizon !== undefined && !this.shared) return
+      if (!org.loading) return this.startRead(orgId, org)
+      if (!this.shared) {
+        await org.loading.catch(() => {})
+        continue
+      }
+      // The read under way may have started before this call: the next one has not, and
+      // every call arriving meanwhile shares it (one round trip for a burst of writes).
+      org.next ??= org.loading
+        .catch(() => {})
+        .then(() => {
+          org.next = undefined
+          return this.startRead(orgId, org)
+        })
+      return org.next
+    }
+  }
+
+  private startRead(orgId: string, org: OrgTexts): Promise<void> {
     const read = this.read(orgId, org)
     org.loading = read
-    try {
-      await read
-    } finally {
+    return read.finally(() => {
       if (org.loading === read) org.loading = undefined
-    }
+    })
   }
 
   private async read(orgId: string, org: OrgTexts): Promise<void> {
