@@ -186,6 +186,26 @@ describe.each(STORAGES)('claim_next (%s)', (kind) => {
     expect((await agent.ok('claim_next', { role: 'backlog' })).task.id).toBe(decoys[0]?.id)
   })
 
+  // PGlite has one connection: a transaction holding locks there would hold every other.
+  test.runIf(kind === 'postgres')(
+    'one process deciding in memory passes over a card whose claim lock another transaction holds (the batch never waits for it)',
+    async () => {
+      const { agent, backlog, card } = await board()
+      const order: string[] = []
+      for (let i = 0; i < 6; i++) order.push((await card(backlog, { title: `q ${i}` })).id)
+      const first = await server.storage.db.transaction(async (tx) => {
+        for (const id of order.slice(0, 3)) {
+          await tx.query('select pg_advisory_xact_lock($1, hashtext($2))', [CLAIM_LOCK_SPACE, id])
+        }
+        return agent.ok('claim_next', { agentName: 'Picker' })
+      })
+      expect(first.task?.id).toBe(order[3])
+      const second = await agent.ok('claim_next', { agentName: 'Picker' })
+      expect(second.task?.id).toBe(order[0])
+    },
+    60_000,
+  )
+
   test('wrong filters are refused with 400 naming the parameter', async () => {
     const { agent } = await board()
     const { agent: stranger } = await board()
