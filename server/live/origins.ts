@@ -43,14 +43,16 @@ export const RESTORE_ORIGIN = {
   context: { restore: true },
 } as const
 
+/** Another process's change, through Redis (or caught up from storage: live-docs.ts). */
+export const REDIS_ORIGIN = { source: 'redis' } as const
+
 /**
  * Every origin a transaction on a live document carries: Hocuspocus's three sources, ours
  * inside `local`. Nothing else applies transactions to our documents.
  */
 export type TransactionOrigin =
   | ConnectionOrigin
-  /** Another process's change, through Redis. */
-  | { source: 'redis' }
+  | typeof REDIS_ORIGIN
   | WriteTransactionOrigin
   | typeof GUARD_ORIGIN
   | typeof RESTORE_ORIGIN
