@@ -165,20 +165,6 @@ export async function loadInto(
   return { rows: rows.map((r) => ({ level: r.level, bytes: r.data.length })) }
 }
 
-/**
- * What storage holds of the document beyond `doc`'s state, as one update (with every stored
- * deletion: applying ones `doc` knows changes nothing); undefined when nothing is stored.
- */
-export async function storedBeyond(
-  db: Queryable,
-  docName: string,
-  doc: Y.Doc,
-): Promise<Uint8Array | undefined> {
-  const rows = await storedRows(db, docName)
-  if (rows.length === 0) return undefined
-  return Y.diffUpdate(Y.mergeUpdates(rows.map((r) => r.data)), Y.encodeStateVector(doc))
-}
-
 export async function appendUpdate(
   db: Queryable,
   docName: string,

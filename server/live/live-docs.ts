@@ -19,15 +19,14 @@ import type { Logger } from '../http/json.ts'
 import type { Metrics } from '../metrics/metrics.ts'
 import { Compaction } from './compaction.ts'
 import { type CloseTarget, ConnectionControl, type Notice } from './connection-control.ts'
-import { loadInto, replay, type Stored, storedBeyond } from './doc-store.ts'
+import { loadInto, replay, type Stored } from './doc-store.ts'
 import { endedClients } from './generations.ts'
 import { type Rebased, rebase } from './rebase.ts'
 import './hold.ts'
 import { type ConnectionContext, type DocEntry, DocRegistry } from './doc-registry.ts'
 import type { EventSink } from './events.ts'
 import { OrgLane } from './lane.ts'
-import { REDIS_ORIGIN, RESTORE_ORIGIN, type WriteOrigin } from './origins.ts'
-import { OrgOwners } from './owners.ts'
+import { RESTORE_ORIGIN, type WriteOrigin } from './origins.ts'
 import type { PendingArchived } from './pending-edits.ts'
 import { GatedRedis, watchRedis } from './redis.ts'
 import type { EditReviewer, ReviewHost } from './reviewer.ts'
@@ -72,11 +71,8 @@ export class LiveDocs {
   private readonly mapsNoticeDue = new Map<string, NodeJS.Timeout>()
   private readonly db: Db
   private readonly peopleFlushMs: number | undefined
-  /**
-   * With Redis, which process serves each organisation's agents (owners.ts): only that one
-   * decides the organisation's claims in memory (lane.ts). Without, this process does.
-   */
-  readonly owners: OrgOwners | undefined
+  /** No other process shares these organisations: claims are decided in memory (lane.ts). */
+  private readonly claimsInMemory: boolean
   private readonly log: Logger
   /** The board held open while a card's document is loaded (its stats live there). */
   private readonly boards = new Map<string, DocEntry>()
@@ -127,14 +123,7 @@ export class LiveDocs {
   }) {
     this.db = options.db
     this.peopleFlushMs = options.peopleFlushMs
-    this.owners =
-      options.redis &&
-      new OrgOwners({
-        ...options.redis,
-        log: options.log,
-        taken: (orgId) => this.catchUp(orgId),
-        keep: (orgId) => this.lanes.has(orgId),
-      })
+    this.claimsInMemory = options.redis === undefined
     this.log = options.log
     this.metrics = options.metrics
     this.compaction = new Compaction(this.db, this.log, {
@@ -267,7 +256,7 @@ export class LiveDocs {
         eventSink: () => this.eventSink,
         metrics: this.metrics,
         peopleFlushMs: this.peopleFlushMs,
-        claimsInMemory: this.owners && (() => this.owners?.serves(orgId) === true),
+        claimsInMemory: this.claimsInMemory,
       })
       this.lanes.set(orgId, lane)
     }
@@ -534,27 +523,6 @@ export class LiveDocs {
     return { documents, lanes }
   }
 
-  /**
-   * Brings the organisation's loaded documents up to what storage holds: called when this
-   * process starts serving it (owners.ts). The process that served it before may have died
-   * between a commit and its publish to Redis, so a copy here can lack a stored write.
-   * Applied as another process's change (stored already, not published again); people
-   * connected here receive it as usual.
-   */
-  async catchUp(orgId: string): Promise<void> {
-    for (const [name, document] of this.hocuspocus.documents) {
-      if (orgIdOf(name) !== orgId) continue
-      const beyond = await storedBeyond(this.db, name, document)
-      if (!beyond || document.isDestroyed) continue
-      const done = await this.lane(orgId).gate.read()
-      try {
-        if (!document.isDestroyed) Y.applyUpdate(document, beyond, REDIS_ORIGIN)
-      } finally {
-        done()
-      }
-    }
-  }
-
   /** Whether Redis answers (readiness); undefined when documents are not shared through Redis. */
   redisAnswers(): Promise<boolean | undefined> {
     return this.control.ping()
@@ -563,8 +531,6 @@ export class LiveDocs {
   /** Stores everything pending and unloads every document (graceful shutdown). */
   async close(): Promise<void> {
     this.closing = true
-    // Another process takes this one's organisations at their next agent call.
-    await this.owners?.close()
     for (const timer of this.rebaseRetries) clearTimeout(timer)
     this.rebaseRetries.clear()
     for (const { timer } of this.stored.values()) clearTimeout(timer)

@@ -43,16 +43,14 @@ export const RESTORE_ORIGIN = {
   context: { restore: true },
 } as const
 
-/** Another process's change, through Redis (or caught up from storage: live-docs.ts). */
-export const REDIS_ORIGIN = { source: 'redis' } as const
-
 /**
  * Every origin a transaction on a live document carries: Hocuspocus's three sources, ours
  * inside `local`. Nothing else applies transactions to our documents.
  */
 export type TransactionOrigin =
   | ConnectionOrigin
-  | typeof REDIS_ORIGIN
+  /** Another process's change, through Redis. */
+  | { source: 'redis' }
   | WriteTransactionOrigin
   | typeof GUARD_ORIGIN
   | typeof RESTORE_ORIGIN

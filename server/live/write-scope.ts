@@ -80,8 +80,7 @@ export interface WriteScope {
   readonly claimsInStorage: boolean
   /**
    * Called before the write's transaction takes claim locks itself: waits for the lane's
-   * earlier writes, since a batch of them may be holding claim locks (claims decided in
-   * memory, which a scaled-out process does while it serves the organisation).
+   * earlier writes when a batch of them may be holding claim locks (claims decided in memory).
    */
   beforeClaimLocks(): Promise<void>
 }
@@ -106,6 +105,7 @@ export class WriteCollector implements WriteScope {
   readonly history = new HistoryCollector()
   readonly claims: ClaimCheck[] = []
   readonly claimsInStorage: boolean
+  private readonly batchesLockClaims: boolean
   /** The callback queried the transaction: it cannot join a batch (group commit). */
   queried = false
   private readonly main: Y.Doc | undefined
@@ -126,6 +126,7 @@ export class WriteCollector implements WriteScope {
     pendingArchived: () => ReadonlyMap<string, PendingArchived>
     earlierCommitted: () => Promise<void>
     claimsInStorage?: boolean
+    batchesLockClaims?: boolean
   }) {
     const { tx } = options
     this.tx = {
@@ -141,6 +142,7 @@ export class WriteCollector implements WriteScope {
     this.pending = options.pendingArchived
     this.earlier = options.earlierCommitted
     this.claimsInStorage = options.claimsInStorage ?? false
+    this.batchesLockClaims = options.batchesLockClaims ?? true
   }
 
   get doc(): Y.Doc {
@@ -222,6 +224,6 @@ export class WriteCollector implements WriteScope {
   }
 
   beforeClaimLocks(): Promise<void> {
-    return this.earlier()
+    return this.batchesLockClaims ? this.earlier() : Promise.resolve()
   }
 }
