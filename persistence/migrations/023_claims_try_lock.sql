@@ -4,8 +4,7 @@
 -- those after it are computed again, deciding claims in Postgres, where claim_next passes
 -- over a locked card (skip locked) and the others wait for it. So a batch of writes never
 -- waits on another process's transaction, nor makes claim_next hand out a card being
--- claimed elsewhere; scaled out, the process serving an organisation's agents decides its
--- claims in memory (server/live/owners.ts) while other processes still take claim locks.
+-- claimed elsewhere.
 create or replace function record_claimed_writes(
   p_claims text,
   p_org_id uuid,
@@ -56,7 +55,8 @@ begin
      order by (e->>'w')::integer, n
   loop
     if not (c.id = any (v_seen)) then
-      -- Read after the lock is granted: every claim committed before is seen.
+      -- Read after the lock is granted: every claim committed before is seen. A busy card's
+      -- decision does not stand (the empty perform leaves FOUND false).
       if c.id = any (v_busy) then
         perform 1 where false;
       elsif c.live then
