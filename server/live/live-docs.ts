@@ -19,14 +19,14 @@ import type { Logger } from '../http/json.ts'
 import type { Metrics } from '../metrics/metrics.ts'
 import { Compaction } from './compaction.ts'
 import { type CloseTarget, ConnectionControl, type Notice } from './connection-control.ts'
-import { loadInto, replay, type Stored } from './doc-store.ts'
+import { loadInto, replay, type Stored, storedBeyond } from './doc-store.ts'
 import { endedClients } from './generations.ts'
 import { type Rebased, rebase } from './rebase.ts'
 import './hold.ts'
 import { type ConnectionContext, type DocEntry, DocRegistry } from './doc-registry.ts'
 import type { EventSink } from './events.ts'
 import { OrgLane } from './lane.ts'
-import { RESTORE_ORIGIN, type WriteOrigin } from './origins.ts'
+import { REDIS_ORIGIN, RESTORE_ORIGIN, type WriteOrigin } from './origins.ts'
 import type { PendingArchived } from './pending-edits.ts'
 import { GatedRedis, watchRedis } from './redis.ts'
 import type { EditReviewer, ReviewHost } from './reviewer.ts'
@@ -100,6 +100,9 @@ export class LiveDocs {
   /** Re-bases compaction asked for that failed, due again. */
   private readonly rebaseRetries = new Set<NodeJS.Timeout>()
   private closing = false
+  /** The catch-up with storage under way, and whether another was asked for meanwhile. */
+  private catchingUp: Promise<void> | undefined
+  private catchUpAgain = false
 
   constructor(options: {
     db: Db
@@ -210,6 +213,7 @@ export class LiveDocs {
         },
         (name) => this.lane(orgIdOf(name)).gate.read(),
         options.metrics && ((seconds) => options.metrics?.redisPublish.observe(seconds)),
+        () => this.catchUp(),
       )
       extensions.push(this.shared)
     }
@@ -523,6 +527,43 @@ export class LiveDocs {
     return { documents, lanes }
   }
 
+  /**
+   * Brings every loaded document up to what storage holds (GatedRedis says when: a process
+   * sharing them went away, or this one's Redis subscription was lost a while). Applied as
+   * another process's change: stored already, published by nobody; people connected here
+   * receive it as usual. Runs one at a time; asked meanwhile, it runs once more after.
+   */
+  private catchUp(): void {
+    if (this.catchingUp) {
+      this.catchUpAgain = true
+      return
+    }
+    this.catchingUp = (async () => {
+      do {
+        this.catchUpAgain = false
+        for (const [name, document] of [...this.hocuspocus.documents]) {
+          if (this.closing) return
+          if (document.isDestroyed) continue
+          try {
+            const beyond = await storedBeyond(this.db, name, document, generationOf(document))
+            if (!beyond) continue
+            const done = await this.lane(orgIdOf(name)).gate.read()
+            try {
+              if (!document.isDestroyed) Y.applyUpdate(document, beyond, REDIS_ORIGIN)
+            } finally {
+              done()
+            }
+          } catch (error) {
+            // Storage away: the copy stays as it is until the next catch-up or its reload.
+            this.log.error(`catching ${name} up with storage failed`, error)
+          }
+        }
+      } while (this.catchUpAgain && !this.closing)
+    })().finally(() => {
+      this.catchingUp = undefined
+    })
+  }
+
   /** Whether Redis answers (readiness); undefined when documents are not shared through Redis. */
   redisAnswers(): Promise<boolean | undefined> {
     return this.control.ping()
@@ -537,6 +578,7 @@ export class LiveDocs {
     this.stored.clear()
     // Unloading would tell Redis (unsubscribe, locks): nothing it needs (see letGo).
     this.shared?.letGo()
+    await this.catchingUp
     this.hocuspocus.closeConnections()
     await Promise.all([...this.lanes.values()].map((lane) => lane.close()))
     for (const board of this.boards.values()) this.registry.release(board)

@@ -43,6 +43,9 @@ export const RESTORE_ORIGIN = {
   context: { restore: true },
 } as const
 
+/** Another process's change: stored already, so neither stored again nor published. */
+export const REDIS_ORIGIN = { source: 'redis' } as const
+
 /**
  * Every origin a transaction on a live document carries: Hocuspocus's three sources, ours
  * inside `local`. Nothing else applies transactions to our documents.
@@ -50,7 +53,7 @@ export const RESTORE_ORIGIN = {
 export type TransactionOrigin =
   | ConnectionOrigin
   /** Another process's change, through Redis. */
-  | { source: 'redis' }
+  | typeof REDIS_ORIGIN
   | WriteTransactionOrigin
   | typeof GUARD_ORIGIN
   | typeof RESTORE_ORIGIN

@@ -10,6 +10,26 @@ const SYNC_STEP_1 = 0
 
 type Gate = (documentName: string) => Promise<() => void>
 
+/** How often the processes seen on Redis are checked for still being there. */
+export const PEER_CHECK_MS = 2000
+/** A check that Redis does not answer within this is skipped (tried again next time). */
+const PEER_CHECK_TIMEOUT_MS = 1000
+
+/** What the extension keeps private and the peer watch uses (checked at construction). */
+interface ExtensionInternals {
+  replyKey(identifier: string): string
+  publishFirstSyncStep(documentName: string, document: unknown): Promise<unknown>
+  documents: Map<string, unknown>
+}
+
+/**
+ * Told when another process's stored writes may not have reached the copies here: a process
+ * this one shared documents with went away (it may have died between a commit and its
+ * publish), or this process's own subscription was lost a while (what was published
+ * meanwhile never arrived). Either way storage holds every acknowledged write.
+ */
+export type Missed = () => void
+
 /** A message from Redis, waiting its turn on its document. */
 interface Queued {
   channel: Buffer
@@ -29,8 +49,17 @@ export class GatedRedis extends Redis {
     gate: Gate,
     /** Told how long each publish took Redis to acknowledge (metrics). */
     published?: (seconds: number) => void,
+    missed?: Missed,
   ) {
     super(configuration)
+    const internals = this as unknown as ExtensionInternals
+    if (
+      typeof internals.replyKey !== 'function' ||
+      typeof internals.publishFirstSyncStep !== 'function' ||
+      !(internals.documents instanceof Map)
+    ) {
+      throw new Error('@hocuspocus/extension-redis changed: no reply channels or first sync step')
+    }
     if (published) {
       const publish = this.pub.publish.bind(this.pub) as (...args: unknown[]) => Promise<number>
       this.pub.publish = ((...args: unknown[]) => {
@@ -81,6 +110,7 @@ export class GatedRedis extends Redis {
       // This process's own publishes come back on the document's channel; the extension
       // ignores them, so they need not wait for the gate.
       if (message.from === own) return
+      this.peers.add(message.from)
       const queued = queues.get(message.documentName)
       if (queued) {
         queued.push({ channel, data, message })
@@ -90,6 +120,63 @@ export class GatedRedis extends Redis {
       queues.set(message.documentName, queue)
       void drain(message.documentName, queue)
     })
+    if (missed) this.watchPeers(missed)
+  }
+
+  /** Identifiers of the other processes heard from on Redis, until they are seen gone. */
+  private readonly peers = new Set<string>()
+  private peerTimer: NodeJS.Timeout | undefined
+  private checking = false
+
+  /**
+   * Watches for stored writes that may not have reached this process: every `PEER_CHECK_MS`
+   * each process heard from is looked for among the subscribers of its reply channel (the
+   * extension subscribes to it for as long as the process runs; Redis drops a dead process's
+   * subscriptions with its connection); and when this process's subscription comes back after
+   * a loss, its documents' state is published so the others answer with what it lacks and ask
+   * for what they lack. `missed` then catches the loaded copies up with storage.
+   */
+  private watchPeers(missed: Missed): void {
+    let lost = false
+    this.sub.on('close', () => {
+      lost = true
+    })
+    this.sub.on('ready', () => {
+      if (!lost) return
+      lost = false
+      const internals = this as unknown as ExtensionInternals
+      for (const [name, document] of internals.documents) {
+        void internals.publishFirstSyncStep(name, document).catch(() => {})
+      }
+      missed()
+    })
+    this.peerTimer = setInterval(() => void this.checkPeers(missed), PEER_CHECK_MS)
+    this.peerTimer.unref()
+  }
+
+  private async checkPeers(missed: Missed): Promise<void> {
+    if (this.checking || this.peers.size === 0 || this.pub.status !== 'ready') return
+    this.checking = true
+    const peers = [...this.peers]
+    const internals = this as unknown as ExtensionInternals
+    let timer: NodeJS.Timeout | undefined
+    try {
+      const counts = (await Promise.race([
+        this.pub.pubsub('NUMSUB', ...peers.map((p) => internals.replyKey(p))),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error('no answer')), PEER_CHECK_TIMEOUT_MS)
+        }),
+      ])) as unknown[]
+      const gone = peers.filter((_, i) => Number(counts[2 * i + 1]) === 0)
+      if (gone.length === 0) return
+      for (const peer of gone) this.peers.delete(peer)
+      missed()
+    } catch {
+      // Redis is away or slow: the next check asks again.
+    } finally {
+      clearTimeout(timer)
+      this.checking = false
+    }
   }
 
   /**
@@ -107,6 +194,7 @@ export class GatedRedis extends Redis {
    * to a Redis that went away (or hangs) would wait on ioredis's retries (about 40 s).
    */
   letGo(): void {
+    clearInterval(this.peerTimer)
     this.pub.disconnect(false)
     this.sub.disconnect(false)
   }

@@ -64,7 +64,7 @@ export async function startProcess(env: Record<string, string>): Promise<Service
     stderr: () => errors,
     output: () => output,
     async stop() {
-      if (child.exitCode !== null) return
+      if (child.exitCode !== null || child.signalCode !== null) return
       const exited = new Promise((r) => child.once('exit', r))
       child.kill('SIGTERM')
       await exited
