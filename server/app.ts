@@ -33,7 +33,7 @@ import { type Authenticate, LiveDocs } from './live/live-docs.ts'
 import { dropAbandonedStaging } from './live/rebase.ts'
 import { errorCode, Metrics } from './metrics/metrics.ts'
 import { rateBudgets } from './rate-limit/budgets.ts'
-import { RateLimiter } from './rate-limit/limiter.ts'
+import { RateLimiter, sweepRateSeconds } from './rate-limit/limiter.ts'
 import { PeopleEdits } from './review/people-edits.ts'
 import { Sweeper } from './sweeper.ts'
 import { TransferThreads } from './transfer/threads.ts'
@@ -207,6 +207,12 @@ export async function createApp(
     sweep: async () =>
       (await expireBases(db, new Date(clock.now()))) + (await dropAbandonedStaging(db)),
   })
+  // Rate logs of keys gone quiet (a charge trims its own bucket; nothing else comes back).
+  const rateSweeper = new Sweeper({
+    what: 'rate logs out of every window',
+    log,
+    sweep: () => sweepRateSeconds(db, clock.now()),
+  })
   // The HTTP API as OpenAPI 3.1: the agent endpoint from the action table, the app API and
   // the files from the routes' own registrations (built once, every route registered).
   const openApi = openApiDocument(router.registered())
@@ -303,6 +309,7 @@ export async function createApp(
           oauthSweeper.start()
           idempotencySweeper.start()
           baseSweeper.start()
+          rateSweeper.start()
           resolve(app.url)
         })
       }),
@@ -318,6 +325,7 @@ export async function createApp(
       await oauthSweeper.stop()
       await idempotencySweeper.stop()
       await baseSweeper.stop()
+      await rateSweeper.stop()
       unobserve()
       if (!options.db) await db.close()
     },

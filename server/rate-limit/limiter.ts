@@ -30,20 +30,18 @@ interface BucketResult {
 }
 
 /**
- * One bucket's sliding log, read, trimmed to the window and (when there is room) appended
- * to in a single upsert. The row lock makes concurrent requests on any connection or
- * process take turns, so the count is exact. The arguments are SQL expressions (usually
- * placeholders); with `from`, the row is inserted only for each row of that relation, so
- * a statement can charge a bucket only when an earlier part of it found something (an
- * authenticated key). With `hit`, that value is appended instead of `now` (a caller that
- * must tell its hits apart stamps each one uniquely).
+ * One bucket's sliding log in rate_limits, read, trimmed to the window and (when there is
+ * room) appended to in a single upsert: the sign-in and sign-up throttles' small logs. The
+ * row lock makes concurrent requests on any connection or process take turns, so the count
+ * is exact. The arguments are SQL expressions (usually placeholders). With `hit`, that value
+ * is appended instead of `now` (a caller that must tell its hits apart stamps each one
+ * uniquely).
  */
 export function chargeSql(a: {
   bucket: string
   now: string
   quota: string
   window: string
-  from?: string
   hit?: string
 }): string {
   const hit = a.hit ?? a.now
@@ -51,7 +49,7 @@ export function chargeSql(a: {
   const fits = `cardinality(${kept}) < ${a.quota}::int`
   const row = `${a.bucket}, array[${hit}::bigint], true`
   return `insert into rate_limits as r (bucket, hits, allowed)
-    ${a.from ? `select ${row} from ${a.from}` : `values (${row})`}
+    values (${row})
     on conflict (bucket) do update set
       allowed = ${fits},
       hits = ${kept} || case when ${fits} then array[${hit}::bigint] else array[]::bigint[] end
@@ -59,7 +57,12 @@ export function chargeSql(a: {
               hits[greatest(1, cardinality(hits) - ${a.quota}::int + 1)] as pivot`
 }
 
-const CHARGE = chargeSql({ bucket: '$1', now: '$2', quota: '$3', window: '$4' })
+/**
+ * The agent budgets' charge: the same sliding log, kept a row per second (migration 024,
+ * `charge_rate`), so a request costs the same whatever the key's quota: the single array
+ * above is rewritten whole at each request, 17 ms with 12,000 requests in it.
+ */
+const CHARGE = 'select allowed, count, oldest, pivot from charge_rate($1, $2, $3, $4)'
 
 /** A bucket's row as the charge upsert returns it. */
 export type BucketRow = {
@@ -87,6 +90,19 @@ async function chargeBucket(
   const [row] = await q.query<BucketRow>(CHARGE, [bucket, now, quota, RATE_WINDOW_MS])
   if (!row) throw new Error(`rate bucket ${bucket} returned no row`)
   return bucketResult(row)
+}
+
+/**
+ * Drops the seconds no charge came back to trim (a key gone quiet keeps its last minute of
+ * rows until then): every one is out of any window at `now`. Returns how many went.
+ */
+export async function sweepRateSeconds(db: Queryable, now: number): Promise<number> {
+  const [row] = await db.query<{ n: number }>(
+    `with gone as (delete from rate_seconds where second < ($1::bigint - $2::bigint) / 1000 returning 1)
+     select count(*)::int as n from gone`,
+    [Math.floor(now), RATE_WINDOW_MS],
+  )
+  return row?.n ?? 0
 }
 
 /** Thrown inside the two-budget transaction to undo a request that one budget refused. */
@@ -140,7 +156,7 @@ export class RateLimiter {
   }
 
   /**
-   * The per-key charge for a statement that authenticates the key itself: the upsert to
+   * The per-key charge for a statement that authenticates the key itself: the query to
    * embed (it charges `'key:' || <keyId>` for each row of `from`), the parameters it
    * expects after the caller's own, and how to read its returned row. Single-budget
    * requests only (`budgetsOf(...).length === 1`): two budgets need a transaction.
@@ -150,13 +166,8 @@ export class RateLimiter {
     const p = (i: number) => `$${a.firstParam + i}`
     const budget = this.budgets.perKey
     return {
-      sql: chargeSql({
-        bucket: `'key:' || ${a.keyId}`,
-        now: p(0),
-        quota: p(1),
-        window: p(2),
-        from: a.from,
-      }),
+      sql: `select c.allowed, c.count, c.oldest, c.pivot from ${a.from}
+        cross join lateral charge_rate('key:' || ${a.keyId}, ${p(0)}::bigint, ${p(1)}::int, ${p(2)}::bigint) c`,
       params: [now, budget.quota, RATE_WINDOW_MS],
       outcome: (row: BucketRow) => outcomeOf([budget], [bucketResult(row)], now, false),
     }
