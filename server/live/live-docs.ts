@@ -212,8 +212,15 @@ export class LiveDocs {
           prefix,
         },
         (name) => this.lane(orgIdOf(name)).gate.read(),
-        options.metrics && ((seconds) => options.metrics?.redisPublish.observe(seconds)),
-        () => this.catchUp(),
+        {
+          published: (seconds) => options.metrics?.redisPublish.observe(seconds),
+          missed: () => this.catchUp(),
+          stale: (name, message) => {
+            const ended = this.ended.get(name)
+            const document = this.hocuspocus.documents.get(name)
+            return !!ended && !!document && holdsEndedGeneration(message, ended, document)
+          },
+        },
       )
       extensions.push(this.shared)
     }

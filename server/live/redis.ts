@@ -1,6 +1,8 @@
 import { Redis } from '@hocuspocus/extension-redis'
 import type { Redis as IORedis } from 'ioredis'
 import * as decoding from 'lib0/decoding'
+import type * as Y from 'yjs'
+import { generationOf } from '../../shared/rebase.ts'
 
 /** Hocuspocus message types (types.ts in @hocuspocus/server) that carry document content. */
 const SYNC = 0
@@ -15,12 +17,30 @@ export const PEER_CHECK_MS = 2000
 /** A check that Redis does not answer within this is skipped (tried again next time). */
 const PEER_CHECK_TIMEOUT_MS = 1000
 
-/** What the extension keeps private and the peer watch uses (checked at construction). */
+/** What the extension keeps private and we use (checked at construction). */
 interface ExtensionInternals {
   replyKey(identifier: string): string
+  subKey(documentName: string): string
+  pubKey(documentName: string): string
   publishFirstSyncStep(documentName: string, document: unknown): Promise<unknown>
-  documents: Map<string, unknown>
+  documents: Map<string, Y.Doc>
+  instance: { documents: Map<string, Y.Doc> } | undefined
 }
+
+/** What else the extension is told, beside the gate. */
+export interface SharedOptions {
+  /** How long each publish took Redis to acknowledge (metrics). */
+  published?: (seconds: number) => void
+  missed?: Missed
+  /**
+   * Whether a document's content message, answering this process's request, comes from a
+   * copy of a generation this one's copy ended (live-docs.ts, the ended clients it names).
+   */
+  stale?: (documentName: string, message: Uint8Array) => boolean
+}
+
+/** A document channel's generation suffix: `<prefix>:<document>@g<generation>`. */
+const GENERATION = /@g(\d+)$/
 
 /**
  * Told when another process's stored writes may not have reached the copies here: a process
@@ -47,18 +67,54 @@ export class GatedRedis extends Redis {
   constructor(
     configuration: ConstructorParameters<typeof Redis>[0],
     gate: Gate,
-    /** Told how long each publish took Redis to acknowledge (metrics). */
-    published?: (seconds: number) => void,
-    missed?: Missed,
+    { published, missed, stale }: SharedOptions = {},
   ) {
     super(configuration)
     const internals = this as unknown as ExtensionInternals
     if (
       typeof internals.replyKey !== 'function' ||
+      typeof internals.subKey !== 'function' ||
+      typeof internals.pubKey !== 'function' ||
       typeof internals.publishFirstSyncStep !== 'function' ||
       !(internals.documents instanceof Map)
     ) {
-      throw new Error('@hocuspocus/extension-redis changed: no reply channels or first sync step')
+      throw new Error('@hocuspocus/extension-redis changed: no channels or first sync step')
+    }
+    const loaded = (name: string) =>
+      internals.documents.get(name) ?? internals.instance?.documents.get(name)
+    // A document's channel names its generation, so copies of two generations never sync
+    // with each other: one process's copy is dropped when another re-bases the document,
+    // but until it is, an answer to the other's request would carry the ended generation's
+    // items (the removed cards among them) into the new one, or the new one's into the old.
+    const prefix = this.configuration.prefix
+    const channels = new Map<string, string>()
+    const channelOf = (name: string) => {
+      const doc = loaded(name)
+      const known = channels.get(name)
+      if (!doc) return known ?? `${prefix}:${name}@g0`
+      const channel = `${prefix}:${name}@g${generationOf(doc)}`
+      if (channel !== known) {
+        // A copy of another generation loaded under this name: the old channel is left.
+        if (known !== undefined) this.sub.unsubscribe(known).catch(() => {})
+        channels.set(name, channel)
+      }
+      return channel
+    }
+    internals.subKey = channelOf
+    internals.pubKey = channelOf
+    this.forget = (name) => {
+      if (!loaded(name)) channels.delete(name)
+    }
+    const replies = internals.replyKey(this.configuration.identifier)
+    /** A message for a copy of another generation than the one loaded here: dropped. */
+    const crossesGenerations = (q: Queued): boolean => {
+      if (!q.message.content) return false
+      const doc = loaded(q.message.documentName)
+      if (!doc) return false
+      const channel = q.channel.toString('utf8')
+      if (channel === replies) return stale?.(q.message.documentName, q.message.body) === true
+      const generation = GENERATION.exec(channel)?.[1]
+      return generation !== undefined && Number(generation) !== generationOf(doc)
     }
     if (published) {
       const publish = this.pub.publish.bind(this.pub) as (...args: unknown[]) => Promise<number>
@@ -91,6 +147,7 @@ export class GatedRedis extends Redis {
           try {
             // Everything that arrived while the gate was awaited goes in this pass too.
             for (const q of latestAsks(queue.splice(0))) {
+              if (crossesGenerations(q)) continue
               await handle(q.channel, q.data).catch(() => {})
             }
           } finally {
@@ -121,6 +178,16 @@ export class GatedRedis extends Redis {
       void drain(message.documentName, queue)
     })
     if (missed) this.watchPeers(missed)
+  }
+
+  /** Forgets a document's channel once no copy of it is loaded (afterUnloadDocument). */
+  private readonly forget: (documentName: string) => void
+
+  override async afterUnloadDocument(
+    data: Parameters<Redis['afterUnloadDocument']>[0],
+  ): Promise<void> {
+    await super.afterUnloadDocument(data)
+    this.forget(data.documentName)
   }
 
   /** Identifiers of the other processes heard from on Redis, until they are seen gone. */
@@ -209,18 +276,21 @@ interface Peeked {
   content: boolean
   /** For a SyncStep1, its kind (asking for our SyncStep1 too or not); undefined otherwise. */
   asks: number | undefined
+  /** The message as Hocuspocus reads it (document name first), without the sender. */
+  body: Uint8Array
 }
 
 function peek(data: Buffer): Peeked | undefined {
   try {
     const idLength = data[0] ?? 0
     const from = data.toString('utf8', 1, 1 + idLength)
-    const decoder = decoding.createDecoder(data.subarray(1 + idLength))
+    const body = data.subarray(1 + idLength)
+    const decoder = decoding.createDecoder(body)
     const documentName = decoding.readVarString(decoder)
     const type = decoding.readVarUint(decoder)
     const content = type === SYNC || type === SYNC_REPLY
     const asks = content && decoding.readVarUint(decoder) === SYNC_STEP_1 ? type : undefined
-    return { from, documentName, content, asks }
+    return { from, documentName, content, asks, body }
   } catch {
     return undefined
   }

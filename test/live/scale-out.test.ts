@@ -1,5 +1,8 @@
 import { randomBytes } from 'node:crypto'
+import { Redis } from 'ioredis'
+import * as encoding from 'lib0/encoding'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import * as Y from 'yjs'
 import { type App, createApp } from '../../server/app.ts'
 import { loadConfig } from '../../server/config.ts'
 import { boardDocName, boardMaps, mapDocName } from '../../shared/board-doc.ts'
@@ -17,6 +20,8 @@ describe('several server processes share one service (postgres + redis)', () => 
   let storage: TestDb
   let a: App
   let b: App
+  const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
+  const prefix = `cb-test-${randomBytes(4).toString('hex')}`
 
   beforeAll(async () => {
     storage = await freshDb('postgres', { migrate: false })
@@ -26,8 +31,8 @@ describe('several server processes share one service (postgres + redis)', () => 
       logLevel: 'error' as const,
       scryptN: 1024,
       databaseUrl: storage.url,
-      redisUrl: process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379',
-      redisPrefix: `cb-test-${randomBytes(4).toString('hex')}`,
+      redisUrl,
+      redisPrefix: prefix,
     }
     ;[a, b] = await Promise.all([createApp(config), createApp(config)])
     await Promise.all([a.listen(), b.listen()])
@@ -98,6 +103,80 @@ describe('several server processes share one service (postgres + redis)', () => 
       }
     } finally {
       onB.destroy()
+    }
+  })
+
+  test("a copy of an ended generation never syncs with the new one through Redis: what it sends, on its document's channel or as an answer, leaves the new generation's copies untouched", async () => {
+    const owner = new Person(a.url)
+    await owner.signUp()
+    const agentOnA = new Agent(a.url, await owner.createKey())
+    const agentOnB = new Agent(b.url, await owner.createKey())
+    const { columns } = await agentOnA.ok('list_columns')
+    const columnId = columns[0].id
+    for (let i = 0; i < 5; i++) await agentOnA.ok('create_task', { columnId, title: `card ${i}` })
+    const name = boardDocName(owner.orgId)
+    // What a process still holding the ended generation would send: its whole state.
+    const ended = await a.live.read(name, (doc) => Y.encodeStateAsUpdate(doc))
+    const endedClients = [...Y.decodeStateVector(Y.encodeStateVectorFromUpdate(ended)).keys()]
+    await a.live.rebase(name)
+    // Both processes load the new generation; A's identifier is read off its publishes.
+    const watcher = new Redis(redisUrl)
+    const publisher = new Redis(redisUrl)
+    const identifiers = new Set<string>()
+    watcher.on('pmessageBuffer', (_pattern: Buffer, channel: Buffer, data: Buffer) => {
+      if (channel.toString().startsWith(`${prefix}:${name}`))
+        identifiers.add(data.toString('utf8', 1, 1 + (data[0] ?? 0)))
+    })
+    await watcher.psubscribe(`${prefix}:*`)
+    try {
+      await agentOnA.ok('create_task', { columnId, title: 'after, through A' })
+      await agentOnB.ok('create_task', { columnId, title: 'after, through B' })
+      await eventually(() => (identifiers.size >= 2 ? true : undefined), 10_000)
+      const sent = (documentName: string, update: Uint8Array) => {
+        const message = encoding.createEncoder()
+        encoding.writeVarString(message, documentName)
+        encoding.writeVarUint(message, 0) // sync
+        encoding.writeVarUint(message, 1) // step 2: "here is what you lack"
+        encoding.writeVarUint8Array(message, update)
+        const from = Buffer.from('host-of-the-ended-generation')
+        return Buffer.concat([Buffer.from([from.length]), from, encoding.toUint8Array(message)])
+      }
+      const stale = sent(name, ended)
+      // On the channel the document had before generations named theirs, on the ended
+      // generation's, and as an answer to each process's own request.
+      await publisher.publish(`${prefix}:${name}`, stale)
+      await publisher.publish(`${prefix}:${name}@g0`, stale)
+      for (const id of identifiers) await publisher.publish(`${prefix}#reply:${id}`, stale)
+      // A write through each process after them: by the time both copies show both writes,
+      // each process has handled what reached it before.
+      await agentOnA.ok('create_task', { columnId, title: 'later, through A' })
+      await agentOnB.ok('create_task', { columnId, title: 'later, through B' })
+      for (const app of [a, b]) {
+        const state = await eventuallyAsync(async () => {
+          const now = await app.live.read(name, (doc) => ({
+            generation: generationOf(doc),
+            titles: [...boardMaps(doc).tasks.values()].map((t) => t.get('title') as string),
+            clients: [...Y.decodeStateVector(Y.encodeStateVector(doc)).keys()],
+          }))
+          return now.titles.length === 9 ? now : undefined
+        }, 10_000)
+        expect(state.generation).toBe(1)
+        expect(state.clients.filter((c) => endedClients.includes(c))).toEqual([])
+        expect(state.titles.sort()).toEqual([
+          'after, through A',
+          'after, through B',
+          'card 0',
+          'card 1',
+          'card 2',
+          'card 3',
+          'card 4',
+          'later, through A',
+          'later, through B',
+        ])
+      }
+    } finally {
+      watcher.disconnect()
+      publisher.disconnect()
     }
   })
 
