@@ -143,7 +143,14 @@ export class GatedRedis extends Redis {
             for (const q of queue.splice(0)) await handle(q.channel, q.data).catch(() => {})
             continue
           }
-          const done = await gate(documentName)
+          // A copy still loading (between its rows and the end of afterLoadDocument, which
+          // waits up to a second for the other processes' answers) holds nothing of a write
+          // and has no connection yet: the answers need not wait for the gate, which a write
+          // waiting for this very load may be holding.
+          const loading =
+            internals.documents.has(documentName) &&
+            !internals.instance?.documents.has(documentName)
+          const done = loading ? () => {} : await gate(documentName)
           try {
             // Everything that arrived while the gate was awaited goes in this pass too.
             for (const q of latestAsks(queue.splice(0))) {
