@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { hostname } from 'node:os'
 import { openDb } from '../persistence/db.ts'
 import { migrate } from '../persistence/migrate.ts'
 import type { Db } from '../persistence/types.ts'
@@ -11,6 +12,7 @@ import { type Clock, systemClock } from './clock.ts'
 import { type Config, postgresLimits } from './config.ts'
 import { ApiError } from './errors.ts'
 import { agentEndpoint } from './faces/agent/endpoint.ts'
+import { AgentForwarding } from './faces/agent/forward.ts'
 import { IdempotencySweeper } from './faces/agent/idempotency-store.ts'
 import { appApi } from './faces/app/app-api.ts'
 import { IMPORT_TYPES } from './faces/app/data.ts'
@@ -154,7 +156,9 @@ export async function createApp(
   const services = { db, live, config, clock, limiter, descriptions }
 
   const router = new Router()
-  const agent = agentEndpoint(services, log)
+  // Scaled out, agent calls are computed by the process serving their organisation.
+  const forwarding = live.owners && new AgentForwarding({ db, owners: live.owners, log, metrics })
+  const agent = agentEndpoint(services, log, forwarding)
   router.on('POST', '/api/agent', async (req, res) => agent(req, res))
   const mcp = mcpEndpoint(services, log)
   // Liveness: the process serves requests (whatever its database does).
@@ -305,6 +309,7 @@ export async function createApp(
         server.listen(config.port, config.host, () => {
           const { port } = server.address() as AddressInfo
           app.url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`
+          live.owners?.listening(config.internalUrl ?? internalUrl(config.host, port))
           webhooks.start()
           oauthSweeper.start()
           idempotencySweeper.start()
@@ -317,6 +322,7 @@ export async function createApp(
       const closed = new Promise<void>((resolve) => server.close(() => resolve()))
       server.closeIdleConnections()
       await live.close()
+      forwarding?.close()
       descriptions.close()
       sync.closeAll()
       await closed
@@ -331,4 +337,13 @@ export async function createApp(
     },
   }
   return app
+}
+
+/**
+ * The address other processes reach this one at when INTERNAL_URL is unset: the listening
+ * address, or the host's name when listening on every interface.
+ */
+function internalUrl(host: string, port: number): string {
+  const name = host === '0.0.0.0' || host === '::' ? hostname() : host
+  return `http://${name.includes(':') ? `[${name}]` : name}:${port}`
 }

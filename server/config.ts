@@ -33,6 +33,11 @@ export interface Config {
   redisUrl: string | undefined
   /** Namespace of this deployment's keys and channels in Redis. */
   redisPrefix: string
+  /**
+   * Where other processes reach this one to pass on agent calls of the organisations it
+   * serves (with Redis); derived from HOST and PORT when unset.
+   */
+  internalUrl: string | undefined
   webhookAllowPrivate: boolean
   /** Lets MCP clients' metadata documents live on loopback and private addresses. */
   oauthAllowPrivateClientDocs: boolean
@@ -119,7 +124,12 @@ function flag(env: NodeJS.ProcessEnv, name: string): boolean {
 
 /** PUBLIC_URL: an absolute http(s) URL, since cookies' Secure flag and the app's own origin derive from it. */
 function publicUrlOf(env: NodeJS.ProcessEnv): string | undefined {
-  const raw = env.PUBLIC_URL
+  return httpUrlOf(env, 'PUBLIC_URL', 'https://board.example.com')
+}
+
+/** An absolute http or https URL, or unset. */
+function httpUrlOf(env: NodeJS.ProcessEnv, name: string, example: string): string | undefined {
+  const raw = env[name]
   if (!raw) return undefined
   let url: URL | undefined
   try {
@@ -129,7 +139,7 @@ function publicUrlOf(env: NodeJS.ProcessEnv): string | undefined {
   }
   if (url?.protocol !== 'http:' && url?.protocol !== 'https:') {
     throw new Error(
-      `PUBLIC_URL must be an absolute http or https URL such as https://board.example.com, got "${raw}"`,
+      `${name} must be an absolute http or https URL such as ${example}, got "${raw}"`,
     )
   }
   return raw
@@ -182,6 +192,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     scryptN: powerOfTwo(env, 'SCRYPT_N', 2 ** 15),
     redisUrl: env.REDIS_URL || undefined,
     redisPrefix: env.REDIS_PREFIX || 'corkboard',
+    internalUrl: httpUrlOf(env, 'INTERNAL_URL', 'http://10.0.0.5:8787'),
     webhookAllowPrivate: flag(env, 'WEBHOOK_ALLOW_PRIVATE'),
     oauthAllowPrivateClientDocs: flag(env, 'OAUTH_ALLOW_PRIVATE_CLIENT_DOCS'),
     webhookPollMs: whole(env, 'WEBHOOK_POLL_MS', 1000, 1),

@@ -22,7 +22,11 @@ export async function readBody(req: IncomingMessage, limit = MAX_BODY_BYTES): Pr
 
 /** Parses a JSON body; an empty body is `undefined`. */
 export async function readJson(req: IncomingMessage): Promise<unknown> {
-  const body = await readBody(req)
+  return parseJson(await readBody(req))
+}
+
+/** A request body's JSON (undefined when empty), or 400. */
+export function parseJson(body: Buffer): unknown {
   if (body.length === 0) return undefined
   try {
     return JSON.parse(body.toString('utf8'))

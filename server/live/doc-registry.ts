@@ -3,6 +3,21 @@ import { orgIdOf } from '../../shared/doc-names.ts'
 import { CLOSE } from '../../shared/live-protocol.ts'
 import type { Logger } from '../http/json.ts'
 
+/** The longest a shutdown waits for documents still loading, and for each unload (ms). */
+const SHUTDOWN_WAIT_MS = 2_000
+
+/** Waits for `p`, at most `ms`. */
+async function within(p: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined
+  await Promise.race([
+    p,
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, ms)
+    }),
+  ])
+  clearTimeout(timer)
+}
+
 /** What a live connection carries once authenticated. */
 export interface ConnectionContext {
   orgId: string
@@ -191,11 +206,17 @@ export class DocRegistry {
 
   /** Lets go of every document the server holds (shutdown). */
   async close(): Promise<void> {
-    await Promise.all([...this.entries.values()].map((p) => p.catch(() => undefined)))
+    // Loads under way are waited for, and each unload, a while only: either can wait for
+    // ever on a Redis that went away (its subscription, its lock), and by now every write
+    // and every person's edit is stored (the lanes closed first): nothing is left to keep.
+    await within(
+      Promise.all([...this.entries.values()].map((p) => p.catch(() => undefined))),
+      SHUTDOWN_WAIT_MS,
+    )
     for (const entry of [...this.ready.values()]) {
       if (entry.idleTimer) clearTimeout(entry.idleTimer)
       entry.refs = 0
-      await this.unload(entry)
+      await within(this.unload(entry), SHUTDOWN_WAIT_MS)
     }
   }
 }

@@ -47,11 +47,12 @@ export interface LaneServices {
   /** How long people's edits wait to be stored together when no write takes them (ms). */
   peopleFlushMs?: number | undefined
   /**
-   * Whether writes decide claims of cards on the board from the board document, checked by
-   * the batch (claims/batch.ts): when no other process shares the organisation (no Redis).
-   * Scaled out, claims are decided in Postgres inside each write's transaction.
+   * Whether writes decide claims of cards on the board from the board document now, checked
+   * by the batch (claims/batch.ts): when no other process shares the organisation (no
+   * Redis), or scaled out while this process serves its agents (owners.ts). Otherwise claims
+   * are decided in Postgres inside each write's transaction. Always so when absent.
    */
-  claimsInMemory?: boolean | undefined
+  claimsInMemory?: (() => boolean) | undefined
 }
 
 /** One write in flight in its lane, from the gate to its commit. */
@@ -174,7 +175,7 @@ export class OrgLane {
       for (let attempt = 0; ; attempt++) {
         try {
           const inStorage =
-            this.services.claimsInMemory === false ||
+            this.services.claimsInMemory?.() === false ||
             attempt > 0 ||
             performance.now() < this.claimsInStorageUntil
           return await this.compute(primary, names, origin, entries, acquire, fn, inStorage)
@@ -220,7 +221,6 @@ export class OrgLane {
           pendingArchived: () => this.people.archivedAll(),
           earlierCommitted: () => this.earlierCommitted(write),
           claimsInStorage,
-          batchesLockClaims: this.services.claimsInMemory !== false,
         })
         write.scope = scope
         const value = await insideWrite.run(this, () => fn(scope))

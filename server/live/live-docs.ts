@@ -27,6 +27,7 @@ import { type ConnectionContext, type DocEntry, DocRegistry } from './doc-regist
 import type { EventSink } from './events.ts'
 import { OrgLane } from './lane.ts'
 import { REDIS_ORIGIN, RESTORE_ORIGIN, type WriteOrigin } from './origins.ts'
+import { OrgOwners } from './owners.ts'
 import type { PendingArchived } from './pending-edits.ts'
 import { GatedRedis, watchRedis } from './redis.ts'
 import type { EditReviewer, ReviewHost } from './reviewer.ts'
@@ -71,8 +72,11 @@ export class LiveDocs {
   private readonly mapsNoticeDue = new Map<string, NodeJS.Timeout>()
   private readonly db: Db
   private readonly peopleFlushMs: number | undefined
-  /** No other process shares these organisations: claims are decided in memory (lane.ts). */
-  private readonly claimsInMemory: boolean
+  /**
+   * With Redis, which process serves each organisation's agents (owners.ts): only that one
+   * decides the organisation's claims in memory (lane.ts). Without, this process does.
+   */
+  readonly owners: OrgOwners | undefined
   private readonly log: Logger
   /** The board held open while a card's document is loaded (its stats live there). */
   private readonly boards = new Map<string, DocEntry>()
@@ -126,7 +130,14 @@ export class LiveDocs {
   }) {
     this.db = options.db
     this.peopleFlushMs = options.peopleFlushMs
-    this.claimsInMemory = options.redis === undefined
+    this.owners =
+      options.redis &&
+      new OrgOwners({
+        ...options.redis,
+        log: options.log,
+        taken: () => this.catchUp(),
+        keep: (orgId) => this.lanes.has(orgId),
+      })
     this.log = options.log
     this.metrics = options.metrics
     this.compaction = new Compaction(this.db, this.log, {
@@ -214,7 +225,7 @@ export class LiveDocs {
         (name) => this.lane(orgIdOf(name)).gate.read(),
         {
           published: (seconds) => options.metrics?.redisPublish.observe(seconds),
-          missed: () => this.catchUp(),
+          missed: () => void this.catchUp(),
           stale: (name, message) => {
             const ended = this.ended.get(name)
             const document = this.hocuspocus.documents.get(name)
@@ -267,7 +278,7 @@ export class LiveDocs {
         eventSink: () => this.eventSink,
         metrics: this.metrics,
         peopleFlushMs: this.peopleFlushMs,
-        claimsInMemory: this.claimsInMemory,
+        claimsInMemory: this.owners && (() => this.owners?.serves(orgId) === true),
       })
       this.lanes.set(orgId, lane)
     }
@@ -540,10 +551,10 @@ export class LiveDocs {
    * another process's change: stored already, published by nobody; people connected here
    * receive it as usual. Runs one at a time; asked meanwhile, it runs once more after.
    */
-  private catchUp(): void {
+  private catchUp(): Promise<void> {
     if (this.catchingUp) {
       this.catchUpAgain = true
-      return
+      return this.catchingUp
     }
     this.catchingUp = (async () => {
       do {
@@ -569,6 +580,7 @@ export class LiveDocs {
     })().finally(() => {
       this.catchingUp = undefined
     })
+    return this.catchingUp
   }
 
   /** Whether Redis answers (readiness); undefined when documents are not shared through Redis. */
@@ -579,6 +591,8 @@ export class LiveDocs {
   /** Stores everything pending and unloads every document (graceful shutdown). */
   async close(): Promise<void> {
     this.closing = true
+    // Another process takes this one's organisations at their next agent call.
+    await this.owners?.close()
     for (const timer of this.rebaseRetries) clearTimeout(timer)
     this.rebaseRetries.clear()
     for (const { timer } of this.stored.values()) clearTimeout(timer)

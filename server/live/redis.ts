@@ -49,6 +49,8 @@ const GENERATION = /@g(\d+)$/
  * meanwhile never arrived). Either way storage holds every acknowledged write.
  */
 export type Missed = () => void
+/** The longest a shutdown waits for the extension to let go of Redis (ms). */
+const DESTROY_WAIT_MS = 1_000
 
 /** A message from Redis, waiting its turn on its document. */
 interface Queued {
@@ -259,7 +261,16 @@ export class GatedRedis extends Redis {
    */
   override async onDestroy(): Promise<void> {
     this.letGo()
-    await super.onDestroy().catch(() => {})
+    // Its own shutdown quits its lock client, which can wait for ever on a Redis that went
+    // away mid-command (seen under load in test/faults/redis.test.ts): bounded.
+    let timer: NodeJS.Timeout | undefined
+    await Promise.race([
+      super.onDestroy().catch(() => {}),
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, DESTROY_WAIT_MS)
+      }),
+    ])
+    clearTimeout(timer)
   }
 
   /**

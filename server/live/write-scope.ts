@@ -80,7 +80,8 @@ export interface WriteScope {
   readonly claimsInStorage: boolean
   /**
    * Called before the write's transaction takes claim locks itself: waits for the lane's
-   * earlier writes when a batch of them may be holding claim locks (claims decided in memory).
+   * earlier writes, since a batch of them may be holding claim locks (claims decided in
+   * memory, which a scaled-out process does while it serves the organisation).
    */
   beforeClaimLocks(): Promise<void>
 }
@@ -105,7 +106,6 @@ export class WriteCollector implements WriteScope {
   readonly history = new HistoryCollector()
   readonly claims: ClaimCheck[] = []
   readonly claimsInStorage: boolean
-  private readonly batchesLockClaims: boolean
   /** The callback queried the transaction: it cannot join a batch (group commit). */
   queried = false
   private readonly main: Y.Doc | undefined
@@ -126,7 +126,6 @@ export class WriteCollector implements WriteScope {
     pendingArchived: () => ReadonlyMap<string, PendingArchived>
     earlierCommitted: () => Promise<void>
     claimsInStorage?: boolean
-    batchesLockClaims?: boolean
   }) {
     const { tx } = options
     this.tx = {
@@ -142,7 +141,6 @@ export class WriteCollector implements WriteScope {
     this.pending = options.pendingArchived
     this.earlier = options.earlierCommitted
     this.claimsInStorage = options.claimsInStorage ?? false
-    this.batchesLockClaims = options.batchesLockClaims ?? true
   }
 
   get doc(): Y.Doc {
@@ -224,6 +222,6 @@ export class WriteCollector implements WriteScope {
   }
 
   beforeClaimLocks(): Promise<void> {
-    return this.batchesLockClaims ? this.earlier() : Promise.resolve()
+    return this.earlier()
   }
 }

@@ -100,6 +100,12 @@ export class Metrics {
     buckets: WAIT,
     registers: this.r,
   })
+  readonly agentForwarded = new Counter({
+    name: 'corkboard_agent_forwarded_total',
+    help: 'Agent calls passed on to the process serving their organisation (with Redis), by outcome',
+    labelNames: ['outcome'] as const,
+    registers: this.r,
+  })
   readonly webhookDeliveries = new Counter({
     name: 'corkboard_webhook_deliveries_total',
     help: 'Webhook delivery attempts, by outcome (delivered, retry, failed)',

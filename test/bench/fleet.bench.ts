@@ -8,7 +8,8 @@ import { type Stats, stats } from './stats.ts'
 /**
  * `npm run bench -- fleet`: claims as a fleet makes them. 32 agents (16 keys, two names
  * each) of one organisation on one server process over real Postgres, then the same split
- * over two processes sharing Postgres and Redis. Baseline, in the same run and database:
+ * over two processes sharing Postgres and Redis (each also as a ratio to one process's rate in
+ * the same run). Baseline, in the same run and database:
  * bare Postgres handing out the next free row of a queue table with FOR UPDATE SKIP LOCKED
  * from 32 connections. Every figure is a rate (per second over the whole race), p50 and
  * p99, and the rate's ratio to the baseline's.
@@ -66,9 +67,11 @@ async function ok(agent: Agent, action: string, params: unknown): Promise<any> {
 const perSecond = (r: Race) => (r.count / r.ms) * 1000
 const f = (x: number) => (x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2))
 
-function report(label: string, r: Race, baseline?: Race): string {
+function report(label: string, r: Race, baseline?: Race, oneProcess?: number): string {
   const ratio = baseline ? `  ×${(perSecond(r) / perSecond(baseline)).toFixed(3)} of bare` : ''
-  return `${label.padEnd(58)} ${Math.round(perSecond(r)).toString().padStart(6)} /s   p50 ${f(r.latency.median).padStart(6)} ms   p99 ${f(r.latency.p99).padStart(6)} ms   (n=${r.count})${ratio}`
+  const scaled =
+    oneProcess === undefined ? '' : `, ×${(perSecond(r) / oneProcess).toFixed(2)} of one process`
+  return `${label.padEnd(58)} ${Math.round(perSecond(r)).toString().padStart(6)} /s   p50 ${f(r.latency.median).padStart(6)} ms   p99 ${f(r.latency.p99).padStart(6)} ms   (n=${r.count})${ratio}${scaled}`
 }
 
 /** The baseline: 32 connections taking the next free row of a queue table, autocommit. */
@@ -95,7 +98,14 @@ async function bareSkipLocked(url: string): Promise<Race> {
   }
 }
 
-async function fleetRun(processes: 1 | 2, log: (l: string) => void): Promise<void> {
+/** Each operation's rate over one process, for the two-process run's ratios. */
+type Rates = Record<'create' | 'next' | 'claim', number>
+
+async function fleetRun(
+  processes: 1 | 2,
+  log: (l: string) => void,
+  oneProcess?: Rates,
+): Promise<Rates> {
   const storage = await benchStorage('postgres')
   const env = {
     ...storage.env,
@@ -148,7 +158,7 @@ async function fleetRun(processes: 1 | 2, log: (l: string) => void): Promise<voi
       })
       return `${n % 2}:${task.id as string}`
     })
-    log(report('create_task', create, bare))
+    log(report('create_task', create, bare, oneProcess?.create))
     const known = create.ids.filter((x) => x.startsWith('0:')).map((x) => x.slice(2))
 
     const next = await race(AGENTS, async (i) => {
@@ -159,7 +169,7 @@ async function fleetRun(processes: 1 | 2, log: (l: string) => void): Promise<voi
     if (next.count !== CARDS || new Set(next.ids).size !== CARDS) {
       throw new Error(`claim_next handed out ${next.count} claims of ${new Set(next.ids).size}`)
     }
-    log(report(`claim_next racing over ${CARDS} cards (each once)`, next, bare))
+    log(report(`claim_next racing over ${CARDS} cards (each once)`, next, bare, oneProcess?.next))
 
     const shares = agents.map((_, i) => known.filter((_, j) => j % AGENTS === i))
     const claim = await race(AGENTS, async (i) => {
@@ -169,12 +179,13 @@ async function fleetRun(processes: 1 | 2, log: (l: string) => void): Promise<voi
       await ok(r.agent, 'claim_task', { taskId, agentName: r.name })
       return taskId
     })
-    log(report('claim_task of known, distinct cards', claim, bare))
+    log(report('claim_task of known, distinct cards', claim, bare, oneProcess?.claim))
     const count = (re: RegExp) => servers.map((s) => s.output().match(re)?.length ?? 0).join(' + ')
     log(
       `503s answered and sent again: ${unavailable}; with BENCH_SERVER_LOG=info, claims overtaken by another process: ${count(/decide claims in Postgres for/g)}, lock timeouts: ${count(/lock timeout/g)}`,
     )
     unavailable = 0
+    return { create: perSecond(create), next: perSecond(next), claim: perSecond(claim) }
   } catch (error) {
     for (const [i, s] of servers.entries()) {
       log(`process ${i} (exit ${s.child.exitCode}): ${s.stderr().slice(-3000)}`)
@@ -190,6 +201,6 @@ async function fleetRun(processes: 1 | 2, log: (l: string) => void): Promise<voi
 /** `npm run bench -- fleet`: one process, then two (BENCH_FLEET_PROCESSES=1 or 2 for one run). */
 export async function run(log: (line: string) => void): Promise<void> {
   const only = process.env.BENCH_FLEET_PROCESSES
-  if (only !== '2') await fleetRun(1, log)
-  if (only !== '1') await fleetRun(2, log)
+  const one = only !== '2' ? await fleetRun(1, log) : undefined
+  if (only !== '1') await fleetRun(2, log, one)
 }

@@ -7,10 +7,11 @@ import { didYouMean } from '../../actions/suggest.ts'
 import { INVALID_KEY_HINT, keyCredentials } from '../../auth/api-keys.ts'
 import { ACCESS_TOKEN_PREFIX } from '../../auth/oauth-grants.ts'
 import { ApiError } from '../../errors.ts'
-import { type Logger, readJson, sendError, sendJson } from '../../http/json.ts'
+import { type Logger, parseJson, readBody, sendError, sendJson } from '../../http/json.ts'
 import { noteRequest } from '../../http/request-context.ts'
 import { policyHeader } from '../../rate-limit/limiter.ts'
 import { admit } from './admission.ts'
+import type { AgentForwarding } from './forward.ts'
 import { parseIdempotencyKey, REPLAYED_HEADER, runIdempotent } from './idempotency.ts'
 
 /** The Bearer key of a request, or 401 (with the hint about the redirecting bare domain). */
@@ -81,7 +82,7 @@ export function parseAnswerTokens(values: readonly string[] | undefined): Answer
 }
 
 /** `POST /api/agent`: any other method is a 405; failures are `{ error }` bodies. */
-export function agentEndpoint(services: Services, log: Logger) {
+export function agentEndpoint(services: Services, log: Logger, forwarding?: AgentForwarding) {
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     try {
       // Every answer says the policy, even one that charged no key (401, 405).
@@ -113,8 +114,18 @@ export function agentEndpoint(services: Services, log: Logger) {
       // still spends the key's budget.
       let envelope: Envelope | undefined
       let bodyError: unknown
+      let body: Buffer | undefined
       try {
-        envelope = parseEnvelope(await readJson(req))
+        body = await readBody(req)
+      } catch (error) {
+        bodyError = error
+      }
+      // Scaled out, the process serving the key's organisation computes the call.
+      if (body && forwarding && (await forwarding.forward(req, res, credentials.keyId, body))) {
+        return
+      }
+      try {
+        if (body) envelope = parseEnvelope(parseJson(body))
       } catch (error) {
         bodyError = error
       }
