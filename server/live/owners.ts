@@ -168,13 +168,17 @@ export class OrgOwners {
 
   private renewKept(): void {
     const me = this.me
-    if (me === undefined || this.closed || this.redis.status !== 'ready') return
+    if (me === undefined || this.closed) return
     const now = Date.now()
+    // What was believed of other processes' leases is forgotten once stale: one entry per
+    // organisation ever passed on would otherwise stay for good.
+    for (const [orgId, other] of this.others) if (other.until <= now) this.others.delete(orgId)
     for (const [orgId, lease] of this.leases) {
       if (lease <= now) {
         this.leases.delete(orgId)
         continue
       }
+      if (this.redis.status !== 'ready') continue
       if (this.asking.has(orgId)) continue
       if (!this.keep(orgId)) {
         // Nothing of it here any more: the next call anywhere takes it.
