@@ -128,6 +128,8 @@ describe('several server processes share one service (postgres + redis)', () => 
         identifiers.add(data.toString('utf8', 1, 1 + (data[0] ?? 0)))
     })
     await watcher.psubscribe(`${prefix}:*`)
+    // A person on B keeps B's copy loaded (agent calls may all be served by one process).
+    const onB = await connectProvider(b.url, name, await owner.syncToken())
     try {
       await agentOnA.ok('create_task', { columnId, title: 'after, through A' })
       await agentOnB.ok('create_task', { columnId, title: 'after, through B' })
@@ -175,6 +177,7 @@ describe('several server processes share one service (postgres + redis)', () => 
         ])
       }
     } finally {
+      onB.destroy()
       watcher.disconnect()
       publisher.disconnect()
     }
