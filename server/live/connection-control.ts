@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { Redis } from 'ioredis'
+import { within } from '../clock.ts'
 import type { Logger } from '../http/json.ts'
 import { watchRedis } from './redis.ts'
 
@@ -105,18 +106,14 @@ export class ConnectionControl {
   async ping(timeoutMs = 1_000): Promise<boolean | undefined> {
     const client = this.publisher
     if (!client) return undefined
-    let timer: NodeJS.Timeout | undefined
     try {
-      return await Promise.race([
+      return await within(
         client.ping().then((r) => r === 'PONG'),
-        new Promise<boolean>((resolve) => {
-          timer = setTimeout(() => resolve(false), timeoutMs)
-        }),
-      ])
+        timeoutMs,
+        () => false,
+      )
     } catch {
       return false
-    } finally {
-      clearTimeout(timer)
     }
   }
 

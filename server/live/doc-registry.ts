@@ -1,22 +1,11 @@
 import type { DirectConnection, Document, Hocuspocus } from '@hocuspocus/server'
 import { orgIdOf } from '../../shared/doc-names.ts'
 import { CLOSE } from '../../shared/live-protocol.ts'
+import { within } from '../clock.ts'
 import type { Logger } from '../http/json.ts'
 
 /** The longest a shutdown waits for documents still loading, and for each unload (ms). */
 const SHUTDOWN_WAIT_MS = 2_000
-
-/** Waits for `p`, at most `ms`. */
-async function within(p: Promise<unknown>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined
-  await Promise.race([
-    p,
-    new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, ms)
-    }),
-  ])
-  clearTimeout(timer)
-}
 
 /** What a live connection carries once authenticated. */
 export interface ConnectionContext {
@@ -212,11 +201,12 @@ export class DocRegistry {
     await within(
       Promise.all([...this.entries.values()].map((p) => p.catch(() => undefined))),
       SHUTDOWN_WAIT_MS,
+      () => undefined,
     )
     for (const entry of [...this.ready.values()]) {
       if (entry.idleTimer) clearTimeout(entry.idleTimer)
       entry.refs = 0
-      await within(this.unload(entry), SHUTDOWN_WAIT_MS)
+      await within(this.unload(entry), SHUTDOWN_WAIT_MS, () => undefined)
     }
   }
 }

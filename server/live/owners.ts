@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { Redis as IORedis } from 'ioredis'
+import { within } from '../clock.ts'
 import type { Logger } from '../http/json.ts'
 import { watchRedis } from './redis.ts'
 
@@ -157,13 +158,9 @@ export class OrgOwners {
    * went away mid-command must not hold a call, a renewal or a shutdown.
    */
   private script(lua: string, orgId: string, ...args: string[]): Promise<unknown> {
-    let timer: NodeJS.Timeout | undefined
-    return Promise.race([
-      this.redis.eval(lua, 1, this.key(orgId), ...args),
-      new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Error('Redis did not answer in time')), ASK_TIMEOUT_MS)
-      }),
-    ]).finally(() => clearTimeout(timer))
+    return within(this.redis.eval(lua, 1, this.key(orgId), ...args), ASK_TIMEOUT_MS, () => {
+      throw new Error('Redis did not answer in time')
+    })
   }
 
   private renewKept(): void {

@@ -3,6 +3,7 @@ import type { Redis as IORedis } from 'ioredis'
 import * as decoding from 'lib0/decoding'
 import type * as Y from 'yjs'
 import { generationOf } from '../../shared/rebase.ts'
+import { within } from '../clock.ts'
 
 /** Hocuspocus message types (types.ts in @hocuspocus/server) that carry document content. */
 const SYNC = 0
@@ -235,14 +236,14 @@ export class GatedRedis extends Redis {
     this.checking = true
     const peers = [...this.peers]
     const internals = this as unknown as ExtensionInternals
-    let timer: NodeJS.Timeout | undefined
     try {
-      const counts = (await Promise.race([
+      const counts = (await within(
         this.pub.pubsub('NUMSUB', ...peers.map((p) => internals.replyKey(p))),
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(() => reject(new Error('no answer')), PEER_CHECK_TIMEOUT_MS)
-        }),
-      ])) as unknown[]
+        PEER_CHECK_TIMEOUT_MS,
+        () => {
+          throw new Error('Redis did not answer in time')
+        },
+      )) as unknown[]
       const gone = peers.filter((_, i) => Number(counts[2 * i + 1]) === 0)
       if (gone.length === 0) return
       for (const peer of gone) this.peers.delete(peer)
@@ -250,7 +251,6 @@ export class GatedRedis extends Redis {
     } catch {
       // Redis is away or slow: the next check asks again.
     } finally {
-      clearTimeout(timer)
       this.checking = false
     }
   }
@@ -263,14 +263,11 @@ export class GatedRedis extends Redis {
     this.letGo()
     // Its own shutdown quits its lock client, which can wait for ever on a Redis that went
     // away mid-command (seen under load in test/faults/redis.test.ts): bounded.
-    let timer: NodeJS.Timeout | undefined
-    await Promise.race([
+    await within(
       super.onDestroy().catch(() => {}),
-      new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, DESTROY_WAIT_MS)
-      }),
-    ])
-    clearTimeout(timer)
+      DESTROY_WAIT_MS,
+      () => undefined,
+    )
   }
 
   /**
