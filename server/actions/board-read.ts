@@ -33,11 +33,14 @@ import type { ActionContext } from './context.ts'
 
 /** whoami: the organisation, the key and how much is on the board. */
 export async function whoami(ctx: ActionContext): Promise<ActionResults['whoami']> {
-  const board = await ctx.readBoard((view) => ({
-    columns: view.columns.size,
-    tasks: view.maps.tasks.size,
-    projects: view.projects.size,
-  }))
+  const board = await ctx.readBoard(
+    (view) => ({
+      columns: view.columns.size,
+      tasks: view.maps.tasks.size,
+      projects: view.projects.size,
+    }),
+    { descriptions: false },
+  )
   if (ctx.caller.type !== 'agent') throw new Error('whoami answers for an API key only')
   const { key } = ctx.caller
   return {
@@ -83,16 +86,20 @@ export async function get_board(
     include.has('attachments') ? attachmentLinker(ctx.db, ctx.config, orgId) : undefined,
   ])
   history.catch(() => {})
+  // The summary form shows no description: it waits for none.
+  const reading = input.summary ? ({ descriptions: false } as const) : undefined
   if (include.size === 0) {
     // Without `include` the answer follows the board document alone (and the clock, for
     // leases): kept, serialized, until either moves (board/answer-cache.ts).
-    const board = await ctx.readBoard((view) =>
-      boardAnswer(view.doc, filterKey(input), view.now, () => {
-        const { columns, tags, cards } = boardCards(view, input)
-        const presented = cards.map((c) => c.task)
-        const tasks = input.summary ? presented.map((t) => summaryOf(t)) : presented
-        return { columns, tags, tasks: prepareJson(tasks, JSON.stringify(tasks)) }
-      }),
+    const board = await ctx.readBoard(
+      (view) =>
+        boardAnswer(view.doc, filterKey(input), view.now, () => {
+          const { columns, tags, cards } = boardCards(view, input)
+          const presented = cards.map((c) => c.task)
+          const tasks = input.summary ? presented.map((t) => summaryOf(t)) : presented
+          return { columns, tags, tasks: prepareJson(tasks, JSON.stringify(tasks)) }
+        }),
+      reading,
     )
     const [claims] = await history
     return prepareObject<ActionResults['get_board']>({
@@ -102,7 +109,7 @@ export async function get_board(
       tags: board.tags,
     })
   }
-  const board = await ctx.readBoard((view) => boardCards(view, input))
+  const board = await ctx.readBoard((view) => boardCards(view, input), reading)
   const [claims, newest, screenshots, link] = await history
   const presented = board.cards.map((c) => c.task)
   const extra = includedOf(input, presented, newest, screenshots, link)
@@ -227,8 +234,10 @@ async function boardPage(
     include.has('attachments') ? attachmentLinker(ctx.db, ctx.config, orgId) : undefined,
   ])
   history.catch(() => {})
-  const board = await ctx.readBoard((view) =>
-    boardAnswer(view.doc, `paged:${filterKey(input)}`, view.now, () => boardCards(view, input)),
+  const board = await ctx.readBoard(
+    (view) =>
+      boardAnswer(view.doc, `paged:${filterKey(input)}`, view.now, () => boardCards(view, input)),
+    input.summary ? { descriptions: false } : undefined,
   )
   const [claims, newest, screenshots, link] = await history
   const rest = decoded === undefined ? board.cards : cardsAfter(board.cards, decoded)
@@ -439,22 +448,25 @@ export async function list_columns(
   ctx: ActionContext,
   input: ActionInput<'list_columns'>,
 ): Promise<ActionResults['list_columns']> {
-  const columns = await ctx.readBoard((view) => {
-    const { projectId } = input
-    if (projectId !== undefined && !view.projects.has(projectId)) {
-      throw badRequest(`projectId ${projectId} is not a project of this organisation`)
-    }
-    return view
-      .sortedColumns()
-      .filter((c) => projectId === undefined || c.projectId === projectId || c.projectId === null)
-      .map(({ id, title, position, role, projectId: p }) => ({
-        id,
-        title,
-        position,
-        role,
-        projectId: p,
-      }))
-  })
+  const columns = await ctx.readBoard(
+    (view) => {
+      const { projectId } = input
+      if (projectId !== undefined && !view.projects.has(projectId)) {
+        throw badRequest(`projectId ${projectId} is not a project of this organisation`)
+      }
+      return view
+        .sortedColumns()
+        .filter((c) => projectId === undefined || c.projectId === projectId || c.projectId === null)
+        .map(({ id, title, position, role, projectId: p }) => ({
+          id,
+          title,
+          position,
+          role,
+          projectId: p,
+        }))
+    },
+    { descriptions: false },
+  )
   const page = listPage({
     items: columns,
     query: ['list_columns', input.projectId],
@@ -474,10 +486,12 @@ export async function list_projects(
   ctx: ActionContext,
   input: ActionInput<'list_projects'>,
 ): Promise<ActionResults['list_projects']> {
-  const projects = await ctx.readBoard((view) =>
-    [...view.projects.values()].sort(
-      (a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id),
-    ),
+  const projects = await ctx.readBoard(
+    (view) =>
+      [...view.projects.values()].sort(
+        (a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id),
+      ),
+    { descriptions: false },
   )
   const page = listPage({
     items: projects,

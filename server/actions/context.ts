@@ -70,8 +70,13 @@ export interface ActionContext {
   readonly descriptions: Descriptions
   /** How long the answer may be, when the caller set a budget (answer-budget.ts). */
   readonly budget: AnswerBudget | undefined
-  /** Reads the board document once it holds only committed state (live/lane.ts). */
-  readBoard<T>(fn: (view: BoardView) => T): Promise<T>
+  /**
+   * Reads the board document once it holds only committed state (live/lane.ts), its cards'
+   * descriptions up to date first; a read that presents no description says
+   * `{ descriptions: false }` and waits for none (the first read of an organisation's
+   * descriptions is every card's: 20 MB for 10,000 cards of 2,000 characters).
+   */
+  readBoard<T>(fn: (view: BoardView) => T, options?: { descriptions: false }): Promise<T>
   /**
    * One write with the board as its document, opening the documents named too. The cards
    * whose `blocked` it moved are recorded with it (board/blockers.ts), and a claim-locked
@@ -167,8 +172,9 @@ export function actionContext(
     origin,
     descriptions: services.descriptions,
     budget: steps.budget,
-    readBoard: async (fn) => {
-      await freshDescriptions()
+    readBoard: async (fn, options) => {
+      if (options?.descriptions === false) live.loadAhead(boardName)
+      else await freshDescriptions()
       return live.read(boardName, (doc) => fn(new BoardView(doc, clock.now())))
     },
     writeBoard: (fn, opens) => write(boardName, fn, opens),

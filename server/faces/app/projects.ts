@@ -34,8 +34,10 @@ export function projectRoutes(app: AppRouter): void {
     async (_req, member) => {
       const projects = await app
         .context(member)
-        .readBoard((view) =>
-          [...view.projects.values()].sort((a, b) => a.createdAt.localeCompare(b.createdAt)),
+        .readBoard(
+          (view) =>
+            [...view.projects.values()].sort((a, b) => a.createdAt.localeCompare(b.createdAt)),
+          { descriptions: false },
         )
       return { status: 200, body: { projects } }
     },
