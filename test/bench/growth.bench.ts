@@ -89,7 +89,10 @@ interface Measured {
   warmSync: number
   rss: number
   getBoard: Stats
+  /** get_board's full answer received, not parsed: the service's part and the transfer. */
+  getBoardReceived: Stats
   summary: Stats
+  summaryReceived: Stats
   getTask: Stats
   getArchived: Stats | undefined
   createTask: Stats
@@ -159,7 +162,9 @@ async function measure(
     const warmSync = performance.now() - t0
     live.destroy()
     const getBoard = await time(100, () => agent.ok('get_board'))
+    const getBoardReceived = await time(300, () => agent.received('get_board'))
     const summary = await time(100, () => agent.ok('get_board', { summary: true }))
+    const summaryReceived = await time(300, () => agent.received('get_board', { summary: true }))
     const pick = (ids: string[], i: number) => ids[(i * 7919) % ids.length] as string
     const getTask = await time(300, (i) => agent.ok('get_task', { taskId: pick(org.onBoard, i) }))
     const getArchived =
@@ -187,7 +192,9 @@ async function measure(
       warmSync,
       rss,
       getBoard,
+      getBoardReceived,
       summary,
+      summaryReceived,
       getTask,
       getArchived,
       createTask,
@@ -285,7 +292,9 @@ function report(kind: StorageKind, results: Measured[], log: (l: string) => void
   for (const r of results) {
     log(`\n${r.name}`)
     log(line('get_board (full)', r.getBoard, base.getBoard))
+    log(line('  the same, answer received unparsed', r.getBoardReceived, base.getBoardReceived))
     log(line('get_board (summary)', r.summary, base.summary))
+    log(line('  the same, answer received unparsed', r.summaryReceived, base.summaryReceived))
     log(line('get_task, a card on the board', r.getTask, base.getTask))
     if (r.getArchived) log(line('get_task, an archived card', r.getArchived, base.getTask))
     log(line('create_task', r.createTask, base.createTask))
