@@ -26,7 +26,10 @@ const DRAGS = 4
 const SIZES = [2_000, 10_000]
 const MAP_SIZES = [0, 10, 500]
 
-/** Fills the board document through a live connection (as the app itself writes). */
+/**
+ * Fills the board document through a live connection, each card as the app creates one
+ * (client/src/board/board-actions.ts, version 3: no description on the board).
+ */
 async function seedBoard(url: string, owner: Person, key: string, count: number): Promise<void> {
   if (count === 0) return
   const socket = new HocuspocusProviderWebsocket({ url: `${url.replace(/^http/, 'ws')}/sync` })
@@ -41,25 +44,33 @@ async function seedBoard(url: string, owner: Person, key: string, count: number)
   await new Promise<void>((resolve) => provider.on('synced', () => resolve()))
   const maps = boardMaps(doc)
   const columns = [...maps.columns.keys()]
-  doc.transact(() => {
-    for (let i = 0; i < count; i++) {
-      const m = new Y.Map<unknown>()
-      m.set('columnId', columns[i % columns.length])
-      m.set('projectId', null)
-      m.set(
-        'title',
-        `Card ${i}: ${i % 3 === 0 ? 'fix the flaky checkout test on retries' : 'tidy up'}`,
-      )
-      m.set('description', new Y.Text(''))
-      m.set('type', TASK_TYPES[i % TASK_TYPES.length])
-      m.set('priority', i % 5 === 0 ? null : PRIORITIES[i % PRIORITIES.length])
-      m.set('tags', i % 2 === 0 ? ['bench', `t${i % 7}`] : [])
-      m.set('assigneeIds', [])
-      m.set('position', Math.floor(i / columns.length + 1) * POSITION_STEP)
-      m.set('archivedAt', null)
-      maps.tasks.set(crypto.randomUUID(), m)
-    }
-  })
+  const stamp = new Date().toISOString()
+  // In transactions of 1,000 cards: one of 10,000 would be a sync message over the server's
+  // limit (SYNC_MAX_MESSAGE_BYTES), refused, and sent again for ever.
+  for (let from = 0; from < count; from += 1_000) {
+    doc.transact(() => {
+      for (let i = from; i < Math.min(count, from + 1_000); i++) {
+        const m = new Y.Map<unknown>()
+        m.set('columnId', columns[i % columns.length])
+        m.set('projectId', null)
+        m.set(
+          'title',
+          `Card ${i}: ${i % 3 === 0 ? 'fix the flaky checkout test on retries' : 'tidy up'}`,
+        )
+        m.set('type', TASK_TYPES[i % TASK_TYPES.length])
+        m.set('priority', i % 5 === 0 ? null : PRIORITIES[i % PRIORITIES.length])
+        m.set('tags', i % 2 === 0 ? ['bench', `t${i % 7}`] : [])
+        m.set('assigneeIds', [])
+        m.set('position', Math.floor(i / columns.length + 1) * POSITION_STEP)
+        m.set('createdAt', stamp)
+        m.set('updatedAt', stamp)
+        m.set('archivedAt', null)
+        m.set('createdByEmail', owner.user?.email ?? '')
+        maps.tasks.set(crypto.randomUUID(), m)
+      }
+    })
+    while (provider.hasUnsyncedChanges) await new Promise((r) => setTimeout(r, 10))
+  }
   while (provider.hasUnsyncedChanges) await new Promise((r) => setTimeout(r, 10))
   provider.destroy()
   socket.destroy()
