@@ -193,11 +193,26 @@ export class GatedRedis extends Redis {
   /** Forgets a document's channel once no copy of it is loaded (afterUnloadDocument). */
   private readonly forget: (documentName: string) => void
 
+  /**
+   * A copy unloaded. When a new copy of the same name is already loading (it can start once
+   * the old one left the instance's documents, while the hooks after the unload still run),
+   * the extension's own cleanup would take the new copy's entry and unsubscribe the channel
+   * it has just subscribed to, leaving it deaf to the other processes: only the old copy's
+   * entry goes.
+   */
   override async afterUnloadDocument(
     data: Parameters<Redis['afterUnloadDocument']>[0],
   ): Promise<void> {
+    const name = data.documentName
+    const instance = data.instance as unknown as { loadingDocuments?: Map<string, unknown> }
+    if (instance.loadingDocuments?.has(name)) {
+      const internals = this as unknown as ExtensionInternals
+      const held = internals.documents.get(name) as { isDestroyed?: boolean } | undefined
+      if (held?.isDestroyed) internals.documents.delete(name)
+      return
+    }
     await super.afterUnloadDocument(data)
-    this.forget(data.documentName)
+    this.forget(name)
   }
 
   /** Identifiers of the other processes heard from on Redis, until they are seen gone. */

@@ -218,6 +218,41 @@ describe('several server processes share one service (postgres + redis)', () => 
     expect((await other.ok('get_task', { taskId: task.id })).task.title).toBe('contested')
   })
 
+  test("a copy loading while the previous copy's unload finishes stays subscribed: the other process's edits keep reaching it", async () => {
+    const owner = new Person(b.url)
+    await owner.signUp()
+    const name = boardDocName(owner.orgId)
+    const onB = await connectProvider(b.url, name, await owner.syncToken())
+    const shared = (
+      a.live as unknown as { shared: { afterUnloadDocument(data: unknown): Promise<void> } }
+    ).shared
+    const held = (shared as unknown as { documents: Map<string, Y.Doc> }).documents
+    const instance = a.live.hocuspocus as unknown as { loadingDocuments: Map<string, unknown> }
+    try {
+      // A loads the board. Once its copy is subscribed-to-be (the extension holds it) and
+      // still loading, the hooks after an earlier copy's unload arrive, as they do when a
+      // new load starts while they still run.
+      const opening = a.live.hocuspocus.openDirectConnection(name)
+      while (!(held.has(name) && instance.loadingDocuments.has(name))) {
+        await new Promise((r) => setImmediate(r))
+      }
+      await shared.afterUnloadDocument({ instance: a.live.hocuspocus, documentName: name })
+      const connection = await opening
+      try {
+        const columnId = [...boardMaps(onB.doc).columns.keys()][0] as string
+        boardMaps(onB.doc).columns.get(columnId)?.set('title', 'Renamed on B')
+        const copy = a.live.hocuspocus.documents.get(name) as Y.Doc
+        const renamed = () =>
+          boardMaps(copy).columns.get(columnId)?.get('title') === 'Renamed on B' ? true : undefined
+        expect(await eventually(renamed, 5_000)).toBe(true)
+      } finally {
+        await connection.disconnect()
+      }
+    } finally {
+      onB.destroy()
+    }
+  })
+
   test("a person's edit on B of a card claimed through A is reverted for everyone", async () => {
     const owner = new Person(a.url)
     await owner.signUp()
