@@ -211,9 +211,37 @@ export class GatedRedis extends Redis {
       if (held?.isDestroyed) internals.documents.delete(name)
       return
     }
+    // After letGo (shutdown) there is no subscription left to end: the extension's
+    // unsubscribe would only print "Connection is closed." for each document.
+    if (this.gone) {
+      ;(this as unknown as ExtensionInternals).documents.delete(name)
+      this.forget(name)
+      return
+    }
     await super.afterUnloadDocument(data)
     this.forget(name)
   }
+
+  /**
+   * The store lock is between processes storing through Hocuspocus; once this one let go
+   * of Redis (shutting down, the documents stored by our own persistence first) there is
+   * nobody left to ask: without this, each document's last store printed "Another instance
+   * is already storing this document" (the lock's request failing on a closed connection).
+   */
+  override async onStoreDocument(data: Parameters<Redis['onStoreDocument']>[0]): Promise<void> {
+    if (this.gone) return
+    await super.onStoreDocument(data)
+  }
+
+  override async afterStoreDocument(
+    data: Parameters<Redis['afterStoreDocument']>[0],
+  ): Promise<void> {
+    if (this.gone) return
+    await super.afterStoreDocument(data)
+  }
+
+  /** Its connections to Redis were dropped (letGo): shutting down. */
+  private gone = false
 
   /** Identifiers of the other processes heard from on Redis, until they are seen gone. */
   private readonly peers = new Set<string>()
@@ -291,6 +319,7 @@ export class GatedRedis extends Redis {
    * to a Redis that went away (or hangs) would wait on ioredis's retries (about 40 s).
    */
   letGo(): void {
+    this.gone = true
     clearInterval(this.peerTimer)
     this.pub.disconnect(false)
     this.sub.disconnect(false)

@@ -214,4 +214,21 @@ describe('a process loses its Redis connection a while, and nobody writes after 
       onBoardB.destroy()
     }
   }, 90_000)
+
+  test('a process shut down while it holds live documents exits cleanly, and writes nothing to stderr on the way out (no Redis command after it let go)', async () => {
+    const { a } = processes()
+    const owner = new Person(a.url)
+    await owner.signUp()
+    const agent = new Agent(a.url, await owner.createKey())
+    const { columns } = await agent.ok('list_columns')
+    await agent.ok('create_task', { columnId: columns[0].id, title: 'held at shutdown' })
+    const live = await connectProvider(a.url, boardDocName(owner.orgId), await owner.syncToken())
+    try {
+      await a.stop()
+    } finally {
+      live.destroy()
+    }
+    expect(a.child.exitCode).toBe(0)
+    expect(a.stderr()).toBe('')
+  }, 60_000)
 })
