@@ -173,8 +173,7 @@ export function actionContext(
     descriptions: services.descriptions,
     budget: steps.budget,
     readBoard: async (fn, options) => {
-      if (options?.descriptions === false) live.loadAhead(boardName)
-      else await freshDescriptions()
+      if (options?.descriptions !== false) await freshDescriptions()
       return live.read(boardName, (doc) => fn(new BoardView(doc, clock.now())))
     },
     writeBoard: (fn, opens) => write(boardName, fn, opens),
