@@ -223,22 +223,18 @@ export class GatedRedis extends Redis {
   }
 
   /**
-   * The store lock is between processes storing through Hocuspocus; once this one let go
-   * of Redis (shutting down, the documents stored by our own persistence first) there is
-   * nobody left to ask: without this, each document's last store printed "Another instance
-   * is already storing this document" (the lock's request failing on a closed connection).
+   * The extension's store lock (a Redlock taken around each of Hocuspocus's debounced
+   * stores, then held a second more) keeps two processes from storing a document through
+   * Hocuspocus's store hooks at once. Nothing here stores through them: every change is
+   * stored by the lanes and people's edits (live-docs.ts) in Postgres, which orders them.
+   * So no lock is taken: it cost Redis round trips per store, held each document's save
+   * mutex (and so its unloading) a second after every store, and printed "Another
+   * instance is already storing this document" whenever two processes' stores met, and
+   * for every document a shutting-down process stored after letting go of Redis.
    */
-  override async onStoreDocument(data: Parameters<Redis['onStoreDocument']>[0]): Promise<void> {
-    if (this.gone) return
-    await super.onStoreDocument(data)
-  }
+  override async onStoreDocument(): Promise<void> {}
 
-  override async afterStoreDocument(
-    data: Parameters<Redis['afterStoreDocument']>[0],
-  ): Promise<void> {
-    if (this.gone) return
-    await super.afterStoreDocument(data)
-  }
+  override async afterStoreDocument(): Promise<void> {}
 
   /** Its connections to Redis were dropped (letGo): shutting down. */
   private gone = false
