@@ -320,12 +320,20 @@ export async function createApp(
       }),
     async close() {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()))
+      // Kept-alive connections idle now close at once; those still answering a request go
+      // idle once it is answered, and are closed then (server.close alone waited for their
+      // clients to hang up: a shutdown with requests in flight ran out its whole timeout).
       server.closeIdleConnections()
-      await live.close()
-      forwarding?.close()
-      descriptions.close()
-      sync.closeAll()
-      await closed
+      const idle = setInterval(() => server.closeIdleConnections(), 50)
+      try {
+        await live.close()
+        forwarding?.close()
+        descriptions.close()
+        sync.closeAll()
+        await closed
+      } finally {
+        clearInterval(idle)
+      }
       await transfers?.close()
       await webhooks.stop()
       await oauthSweeper.stop()

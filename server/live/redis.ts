@@ -24,6 +24,8 @@ interface ExtensionInternals {
   subKey(documentName: string): string
   pubKey(documentName: string): string
   publishFirstSyncStep(documentName: string, document: unknown): Promise<unknown>
+  flushPublish(documentName: string): Promise<void>
+  pendingPublishes: Map<string, unknown>
   documents: Map<string, Y.Doc>
   instance: { documents: Map<string, Y.Doc> } | undefined
 }
@@ -79,6 +81,8 @@ export class GatedRedis extends Redis {
       typeof internals.subKey !== 'function' ||
       typeof internals.pubKey !== 'function' ||
       typeof internals.publishFirstSyncStep !== 'function' ||
+      typeof internals.flushPublish !== 'function' ||
+      !(internals.pendingPublishes instanceof Map) ||
       !(internals.documents instanceof Map)
     ) {
       throw new Error('@hocuspocus/extension-redis changed: no channels or first sync step')
@@ -105,6 +109,14 @@ export class GatedRedis extends Redis {
     }
     internals.subKey = channelOf
     internals.pubKey = channelOf
+    // Once it let go of Redis (shutting down), the changes of writes still finishing are
+    // stored and never published: the connection is closed, and the other processes read
+    // them from storage (their peer watch sees this one gone).
+    const flush = internals.flushPublish.bind(this)
+    internals.flushPublish = async (name) => {
+      if (!this.gone) return flush(name)
+      internals.pendingPublishes.delete(name)
+    }
     this.forget = (name) => {
       if (!loaded(name)) channels.delete(name)
     }

@@ -215,8 +215,8 @@ describe('a process loses its Redis connection a while, and nobody writes after 
     }
   }, 90_000)
 
-  test('a process shut down while it holds live documents exits cleanly, and writes nothing to stderr on the way out (no Redis command after it let go)', async () => {
-    const { a } = processes()
+  test('a process shut down while it holds live documents exits cleanly and at once, with writes still arriving, and writes nothing to stderr on the way out (no Redis command after it let go)', async () => {
+    const { a, b } = processes()
     const owner = new Person(a.url)
     await owner.signUp()
     const agent = new Agent(a.url, await owner.createKey())
@@ -224,7 +224,23 @@ describe('a process loses its Redis connection a while, and nobody writes after 
     await agent.ok('create_task', { columnId: columns[0].id, title: 'held at shutdown' })
     const live = await connectProvider(a.url, boardDocName(owner.orgId), await owner.syncToken())
     try {
+      // Writes still arriving as it stops: those it finishes change the board after it let
+      // go of Redis, and are stored, never published.
+      const writes = Array.from({ length: 40 }, (_, i) =>
+        agent
+          .call('create_task', { columnId: columns[0].id, title: `late ${i}` })
+          .catch(() => undefined),
+      )
+      await new Promise((r) => setTimeout(r, 5))
       await a.stop()
+      // Every write it acknowledged is stored: the other process reads each one.
+      const acknowledged = (await Promise.all(writes)).filter((r) => r?.status === 200)
+      expect(acknowledged.length).toBeGreaterThan(0)
+      const onB = new Agent(b.url, agent.key)
+      for (const r of acknowledged) {
+        const { task } = await onB.ok('get_task', { taskId: r?.body.task.id })
+        expect(task.title).toBe(r?.body.task.title)
+      }
     } finally {
       live.destroy()
     }
