@@ -75,7 +75,7 @@ export class GatedRedis extends Redis {
     { published, missed, stale }: SharedOptions = {},
   ) {
     super(configuration)
-    const internals = this as unknown as ExtensionInternals
+    const internals = this.internals
     if (
       typeof internals.replyKey !== 'function' ||
       typeof internals.subKey !== 'function' ||
@@ -202,6 +202,11 @@ export class GatedRedis extends Redis {
     if (missed) this.watchPeers(missed)
   }
 
+  /** The extension's private parts that we use (checked at construction). */
+  private get internals(): ExtensionInternals {
+    return this as unknown as ExtensionInternals
+  }
+
   /** Forgets a document's channel once no copy of it is loaded (afterUnloadDocument). */
   private readonly forget: (documentName: string) => void
 
@@ -216,21 +221,17 @@ export class GatedRedis extends Redis {
     data: Parameters<Redis['afterUnloadDocument']>[0],
   ): Promise<void> {
     const name = data.documentName
+    const { documents } = this.internals
     const instance = data.instance as unknown as { loadingDocuments?: Map<string, unknown> }
     if (instance.loadingDocuments?.has(name)) {
-      const internals = this as unknown as ExtensionInternals
-      const held = internals.documents.get(name) as { isDestroyed?: boolean } | undefined
-      if (held?.isDestroyed) internals.documents.delete(name)
+      const held = documents.get(name) as { isDestroyed?: boolean } | undefined
+      if (held?.isDestroyed) documents.delete(name)
       return
     }
     // After letGo (shutdown) there is no subscription left to end: the extension's
     // unsubscribe would only print "Connection is closed." for each document.
-    if (this.gone) {
-      ;(this as unknown as ExtensionInternals).documents.delete(name)
-      this.forget(name)
-      return
-    }
-    await super.afterUnloadDocument(data)
+    if (this.gone) documents.delete(name)
+    else await super.afterUnloadDocument(data)
     this.forget(name)
   }
 
@@ -272,9 +273,8 @@ export class GatedRedis extends Redis {
     this.sub.on('ready', () => {
       if (!lost) return
       lost = false
-      const internals = this as unknown as ExtensionInternals
-      for (const [name, document] of internals.documents) {
-        void internals.publishFirstSyncStep(name, document).catch(() => {})
+      for (const [name, document] of this.internals.documents) {
+        void this.internals.publishFirstSyncStep(name, document).catch(() => {})
       }
       missed()
     })
@@ -286,7 +286,7 @@ export class GatedRedis extends Redis {
     if (this.checking || this.peers.size === 0 || this.pub.status !== 'ready') return
     this.checking = true
     const peers = [...this.peers]
-    const internals = this as unknown as ExtensionInternals
+    const { internals } = this
     try {
       const counts = (await within(
         this.pub.pubsub('NUMSUB', ...peers.map((p) => internals.replyKey(p))),
