@@ -228,6 +228,8 @@ describe('the web app: board, card and API keys in real Chromium', () => {
       await card(page, 'Card payment fails on retry').click()
       const panel = page.getByTestId('card-panel')
       await panel.waitFor()
+      // The thread lives in the card's own document, which syncs once the panel opens.
+      await panel.locator('.comment-agent').nth(1).waitFor()
       await expect(panel.locator('.comment-agent').count()).resolves.toBe(2)
       await panel.getByLabel('Write a comment').fill('Thanks, I will pair on it after lunch.')
       await panel.getByRole('button', { name: 'Comment', exact: true }).click()
