@@ -4,6 +4,7 @@ import { Server as HocuspocusServer } from '@hocuspocus/server'
 import * as Y from 'yjs'
 import { openDb } from '../../persistence/db.ts'
 import type { Db } from '../../persistence/types.ts'
+import { recordWrites, type WriteRecord } from '../../server/live/write-record.ts'
 import { boardDocName, boardMaps } from '../../shared/board-doc.ts'
 import { Agent, connectProvider, Person } from '../support/client.ts'
 import { STORAGES, type StorageKind } from '../support/storage.ts'
@@ -74,6 +75,43 @@ async function rotating(owner: Person, keys: number) {
   }
 }
 
+/**
+ * The statement storing one write, alone (Postgres: the service's own database): what a
+ * created card records, as create_task builds it: a board update of a card's size, its
+ * change row, its words and its history entry, made with an agent key (held FOR SHARE),
+ * raising an event no webhook subscribes to. The update goes to a document of its own.
+ */
+async function recordOne(db: Db, owner: Person): Promise<Stats> {
+  const res = await owner.request('POST', `/api/app/orgs/${owner.orgId}/api-keys`, {
+    name: 'record_writes bench',
+  })
+  const keyId = res.body.apiKey.id as string
+  const update = new Uint8Array(600).fill(7)
+  const actor = { kind: 'agent' as const, email: 'bench@agents.localhost', name: 'An agent' }
+  return time(N, () => {
+    const id = randomUUID()
+    const at = new Date().toISOString()
+    const record: WriteRecord = {
+      updates: [{ doc: `${owner.orgId}/bench-record`, update, generation: 0 }],
+      keyId,
+      changes: [{ kind: 'task', entityId: id }],
+      ops: [
+        { t: 'text', id, rec: { title: 'A created card', description: '', archived: false } },
+        {
+          t: 'history',
+          id,
+          rec: { kind: 'created', actor, at, detail: { title: 'A created card' } },
+        },
+      ],
+      events: {
+        rows: [{ id: randomUUID(), type: 'card.created', payload: JSON.stringify({ id }) }],
+        createdAt: new Date(),
+      },
+    }
+    return recordWrites(db, { orgId: owner.orgId, allOrNothing: true }, [record])
+  })
+}
+
 async function storageRun(kind: StorageKind, log: (l: string) => void, bare: Stats) {
   // The service as deployed: its own process, so the load generator does not share its event
   // loop, with the specification's rate limits in force (requests rotate over enough keys).
@@ -93,6 +131,16 @@ async function storageRun(kind: StorageKind, log: (l: string) => void, bare: Sta
     const agent = await rotating(owner, 16)
     const { columns } = await agent.ok('list_columns')
     const [a, b] = [columns[0].id as string, columns[1].id as string]
+
+    if (kind === 'postgres') {
+      log(
+        line(
+          'record_writes: what one created card stores',
+          await recordOne(baselineDb, owner),
+          insert,
+        ),
+      )
+    }
 
     const created: string[] = []
     const create = await time(N, async (i) => {
