@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import * as Y from 'yjs'
+import { openDb } from '../../persistence/db.ts'
 import { recordWrites, type WriteRecord } from '../../server/live/write-record.ts'
 import { boardDocName, boardMaps } from '../../shared/board-doc.ts'
 import { Agent, connectProvider, eventually, Person } from '../support/client.ts'
@@ -259,6 +260,120 @@ describe.each(STORAGES)('record_writes stores writes in order up to a revoked ke
  * Group commit on Postgres: while one write commits, the writes computed meanwhile wait in
  * a batch that is stored in one statement and one transaction once it has committed.
  */
+/**
+ * A connection keeps its plans of record_writes' statements for its whole life, planned
+ * generically with the statistics of their sixth call. Postgres only: the test reads its
+ * index statistics, which PGlite does not keep.
+ */
+describe('record_writes finds each row it changes by its key, however small the organisation was when the connection first wrote (postgres)', () => {
+  let server: TestServer
+  let owner: Person
+
+  beforeAll(async () => {
+    server = await startServer('postgres')
+    owner = new Person(server.url)
+    await owner.signUp()
+  })
+  afterAll(() => server.close())
+
+  test("a card's words are updated without reading the organisation's other cards", async () => {
+    const { id: keyId } = await keyWithId(owner, 'texts')
+    const text = (id: string, title: string): WriteRecord => ({
+      updates: [],
+      keyId,
+      changes: [{ kind: 'task', entityId: id }],
+      ops: [{ t: 'text', id, rec: { title, description: '', archived: false } }],
+      events: undefined,
+    })
+    // One connection of its own, as each of the service's pool is.
+    const db = await openDb({ databaseUrl: server.storage.url, maxConnections: 1 })
+    try {
+      const cards = Array.from({ length: 8 }, () => crypto.randomUUID())
+      // The connection plans its statements while the organisation has a handful of cards.
+      for (const id of cards) {
+        await recordWrites(db, { orgId: owner.orgId, allOrNothing: true }, [text(id, 'small')])
+      }
+      // The organisation grows (no ANALYZE: the connection's plans stay).
+      await db.query(
+        `insert into task_texts (id, org_id, title, description, archived)
+         select gen_random_uuid(), $1, 'grown', '', false from generate_series(1, 2000)`,
+        [owner.orgId],
+      )
+      // Index entries read on task_texts: finding a card by its key reads one.
+      const entriesRead = async () => {
+        await db.query('select pg_stat_force_next_flush()')
+        const [row] = await db.query<{ read: number }>(
+          `select coalesce(sum(idx_tup_read), 0)::int as read from pg_stat_user_indexes
+            where relname = 'task_texts'`,
+        )
+        return row?.read ?? 0
+      }
+      const before = await entriesRead()
+      for (const id of cards) {
+        await recordWrites(db, { orgId: owner.orgId, allOrNothing: true }, [text(id, 'renamed')])
+      }
+      // The renames reached their rows, and none read the organisation's 2,008 cards to find
+      // them (a few entries a rename; the plan of the first calls read them all, each time).
+      expect(await entriesRead()).toBeLessThan(before + 100)
+      const renamed = await db.query<{ title: string }>(
+        'select title from task_texts where id = any($1::uuid[])',
+        [cards],
+      )
+      expect(renamed.map((r) => r.title)).toEqual(cards.map(() => 'renamed'))
+    } finally {
+      await db.close()
+    }
+  })
+})
+
+/**
+ * Rows read by their ids within an organisation, as the service's prepared statements ask
+ * for them: planned generically (as every connection does from a statement's sixth call),
+ * each id is found through an index, never by reading the organisation's rows
+ * (persistence/migrations/026).
+ */
+describe('a lookup by ids within an organisation reads those rows only, under a generic plan (postgres)', () => {
+  let server: TestServer
+  beforeAll(async () => {
+    server = await startServer('postgres')
+  })
+  afterAll(() => server.close())
+
+  test.each([
+    ['claims', 'task_id'],
+    ['task_texts', 'id'],
+    ['comments', 'id'],
+    ['attachments', 'id'],
+    ['archived_tasks', 'id'],
+  ])('%s by %s', async (table, column) => {
+    type Plan = { 'Node Type': string; 'Index Cond'?: string; Plans?: Plan[] }
+    const db = await openDb({ databaseUrl: server.storage.url, maxConnections: 1 })
+    try {
+      await db.query('set plan_cache_mode = force_generic_plan')
+      await db.query('deallocate all')
+      await db.query(
+        `prepare by_ids (uuid, uuid[]) as select * from ${table} where org_id = $1 and ${column} = any($2::uuid[])`,
+      )
+      const [row] = await db.query<{ 'QUERY PLAN': { Plan: Plan }[] }>(
+        `explain (format json) execute by_ids('${crypto.randomUUID()}', '{}')`,
+      )
+      const scans: Plan[] = []
+      const walk = (p: Plan) => {
+        if (/Scan/.test(p['Node Type'])) scans.push(p)
+        for (const c of p.Plans ?? []) walk(c)
+      }
+      const plan = row?.['QUERY PLAN'][0]?.Plan
+      if (!plan) throw new Error('EXPLAIN returned no plan')
+      walk(plan)
+      expect(scans.length).toBeGreaterThan(0)
+      for (const scan of scans) expect(scan['Index Cond']).toContain(`${column} = ANY`)
+    } finally {
+      await db.query('deallocate all').catch(() => {})
+      await db.close()
+    }
+  })
+})
+
 describe('writes computed while an earlier one commits are stored together (postgres)', () => {
   let server: TestServer
   let owner: Person
