@@ -350,7 +350,6 @@ describe('a lookup by ids within an organisation reads those rows only, under a 
     const db = await openDb({ databaseUrl: server.storage.url, maxConnections: 1 })
     try {
       await db.query('set plan_cache_mode = force_generic_plan')
-      await db.query('deallocate all')
       await db.query(
         `prepare by_ids (uuid, uuid[]) as select * from ${table} where org_id = $1 and ${column} = any($2::uuid[])`,
       )
@@ -368,7 +367,6 @@ describe('a lookup by ids within an organisation reads those rows only, under a 
       expect(scans.length).toBeGreaterThan(0)
       for (const scan of scans) expect(scan['Index Cond']).toContain(`${column} = ANY`)
     } finally {
-      await db.query('deallocate all').catch(() => {})
       await db.close()
     }
   })
