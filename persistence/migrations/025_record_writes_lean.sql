@@ -61,7 +61,7 @@ declare
   v_op record;
 begin
   -- The batch's agent keys, each distinct one held FOR SHARE until the commit in one
-  -- statement, in the order of their ids (two batches never wait on each other's rows).
+  -- statement (share locks never wait on each other; a revocation's UPDATE waits for them).
   select coalesce(array_agg(k.id), '{}') into v_live
     from (select a.id from api_keys a
            where a.id = any (p_key_ids) and a.revoked_at is null
