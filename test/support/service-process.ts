@@ -49,14 +49,23 @@ export async function startProcess(env: Record<string, string>): Promise<Service
   child.stdout?.on('data', (chunk: Buffer) => {
     output += chunk.toString()
   })
+  // The address is looked for until it is found, then never again: a process logs a line
+  // per request, and scanning all of its output on every chunk made a load generator's
+  // CPU grow with the requests it had sent (a quarter of it after 12,000 calls).
   const url = await new Promise<string>((resolve, reject) => {
     let out = ''
-    child.stdout?.on('data', (chunk: Buffer) => {
+    const look = (chunk: Buffer) => {
       out += chunk.toString()
       const m = /listening on (http:\/\/\S+)/.exec(out)
-      if (m?.[1]) resolve(m[1])
-    })
-    child.once('exit', (code) => reject(new Error(`server exited with ${code}: ${out}${errors}`)))
+      if (!m?.[1]) return
+      child.stdout?.off('data', look)
+      child.off('exit', exited)
+      resolve(m[1])
+    }
+    const exited = (code: number | null) =>
+      reject(new Error(`server exited with ${code}: ${out}${errors}`))
+    child.stdout?.on('data', look)
+    child.once('exit', exited)
   })
   return {
     url,
