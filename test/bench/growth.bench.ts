@@ -1,6 +1,11 @@
+import { randomUUID } from 'node:crypto'
+import * as Y from 'yjs'
 import { createApp } from '../../server/app.ts'
+import { robotEmail } from '../../server/auth/api-keys.ts'
 import { loadConfig } from '../../server/config.ts'
+import { boardMaps, type StoredTask, taskMap } from '../../shared/board-doc.ts'
 import { boardDocName } from '../../shared/doc-names.ts'
+import { EMPTY_STATS } from '../../shared/records.ts'
 import { Agent, connectProvider } from '../support/client.ts'
 import { startProcess } from '../support/service-process.ts'
 import type { StorageKind } from '../support/storage.ts'
@@ -97,6 +102,57 @@ interface Measured {
   getArchived: Stats | undefined
   createTask: Stats
   addComment: Stats
+}
+
+/**
+ * What the fields Contract 3 fixes weigh alone: 1,000 cards an agent created in one
+ * transaction (a 28-character title, no project, type, priority, tags or blockers; the
+ * robot's e-mail of a deployment at corkboard.example), written by the service's own
+ * `taskMap`, with `stats` as a card without comments has it and as one with two.
+ */
+function contractCardBytes(): { bare: number; commented: number } {
+  const perCard = (stats: StoredTask['stats']) => {
+    const doc = new Y.Doc()
+    const before = Y.encodeStateAsUpdate(doc).length
+    const columnId = randomUUID()
+    const email = robotEmail(randomUUID(), 'https://corkboard.example')
+    doc.transact(() => {
+      for (let i = 0; i < 1_000; i++) {
+        const at = new Date().toISOString()
+        boardMaps(doc).tasks.set(
+          randomUUID(),
+          taskMap({
+            columnId,
+            projectId: null,
+            title: `Fix the login form, step ${String(i).padStart(3, '0')}`,
+            type: null,
+            priority: null,
+            tags: [],
+            blockedBy: [],
+            assigneeIds: [],
+            position: i + 1,
+            createdAt: at,
+            updatedAt: at,
+            archivedAt: null,
+            createdByEmail: email,
+            stats,
+          }),
+        )
+      }
+    })
+    return (Y.encodeStateAsUpdate(doc).length - before) / 1_000
+  }
+  const at = new Date().toISOString()
+  return {
+    bare: perCard(EMPTY_STATS),
+    commented: perCard({
+      commentCount: 2,
+      imageCount: 0,
+      lastCommentBy: 'agent',
+      lastCommentAt: at,
+      lastCommentAuthor: 'An agent',
+    }),
+  }
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0
@@ -279,6 +335,10 @@ function report(kind: StorageKind, results: Measured[], log: (l: string) => void
   }
   log(
     `${base.name}: ${(base.docBytes / ON_BOARD).toFixed(0)} B of board document per card on the board (descriptions of ${DESCRIPTION.toLocaleString('en')} characters in their card documents)`,
+  )
+  const fixed = contractCardBytes()
+  log(
+    `the fields Contract 3 fixes, alone: ${fixed.bare.toFixed(0)} B a card an agent created (${fixed.commented.toFixed(0)} B once it has two comments), before any edit's tombstone`,
   )
   for (const r of results.slice(1)) {
     const shape = SHAPES[r.name.replace(/, re-based$/, '')] as OrgShape

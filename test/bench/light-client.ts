@@ -11,11 +11,11 @@ export function lightAgent(baseUrl: string, key: string, sockets = 8, keyed = fa
   const url = new URL('/api/agent', baseUrl)
   const agent = new HttpAgent({ keepAlive: true, maxSockets: sockets })
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' }
-  /** Sends a call; `done` gets the answer's bytes (a 200) or the error. */
+  /** Sends a call; `done` gets the answer's status and bytes, or the connection's error. */
   const send = (
     action: string,
     params: unknown,
-    done: (error: Error | undefined, answer?: Buffer) => void,
+    done: (error: Error | undefined, status?: number, answer?: Buffer) => void,
   ): void => {
     const body = JSON.stringify({ action, params })
     const req = request(
@@ -34,34 +34,41 @@ export function lightAgent(baseUrl: string, key: string, sockets = 8, keyed = fa
       (res) => {
         const chunks: Buffer[] = []
         res.on('data', (c: Buffer) => chunks.push(c))
-        res.on('end', () => {
-          const answer = Buffer.concat(chunks)
-          if (res.statusCode === 200) done(undefined, answer)
-          else done(new Error(`${action} → ${res.statusCode} ${answer.toString('utf8')}`))
-        })
+        res.on('end', () => done(undefined, res.statusCode, Buffer.concat(chunks)))
       },
     )
     req.on('error', (error) => done(error))
     req.end(body)
   }
+  /** The answer's bytes of a 200; anything else rejects, naming the status and the answer. */
+  const answered = (action: string, params: unknown): Promise<Buffer> =>
+    new Promise((resolve, reject) =>
+      send(action, params, (error, status, answer = Buffer.alloc(0)) => {
+        if (error) reject(error)
+        else if (status === 200) resolve(answer)
+        else reject(new Error(`${action} → ${status} ${answer.toString('utf8')}`))
+      }),
+    )
   return {
-    ok(action: string, params?: unknown): Promise<unknown> {
+    /** The answer's status and parsed body, whatever the status. */
+    call(action: string, params?: unknown): Promise<{ status: number; body: any }> {
       return new Promise((resolve, reject) =>
-        send(action, params, (error, answer) =>
-          error ? reject(error) : resolve(JSON.parse((answer as Buffer).toString('utf8'))),
-        ),
+        send(action, params, (error, status = 0, answer = Buffer.alloc(0)) => {
+          if (error) return reject(error)
+          const text = answer.toString('utf8')
+          resolve({ status, body: text ? JSON.parse(text) : undefined })
+        }),
       )
+    },
+    async ok(action: string, params?: unknown): Promise<unknown> {
+      return JSON.parse((await answered(action, params)).toString('utf8'))
     },
     /**
      * The answer's length, neither decoded nor parsed: the service's time and the transfer,
      * without what the client's JSON.parse (and its garbage) adds to a large answer.
      */
     received(action: string, params?: unknown): Promise<number> {
-      return new Promise((resolve, reject) =>
-        send(action, params, (error, answer) =>
-          error ? reject(error) : resolve((answer as Buffer).length),
-        ),
-      )
+      return answered(action, params).then((answer) => answer.length)
     },
     close: () => agent.destroy(),
   }
