@@ -125,15 +125,28 @@ export async function revokeApiKey(db: Db, orgId: string, keyId: string): Promis
  * reveals nothing an attacker can steer.
  */
 export function keyLookupCtes(id: string, hash: string): string {
+  return keysLookupCtes(`(select ${id}::uuid as key_id, ${hash}::text as key_hash, 1 as i)`)
+}
+
+/**
+ * The same for many keys at once: `from` has the columns key_id, key_hash and i (which
+ * request asked), and `k` one row per request whose key was found, with its `i`. The
+ * stamp skips a key row another transaction holds (a write holds its key FOR SHARE): it
+ * waits for nobody, and two statements stamping the same keys cannot deadlock.
+ */
+export function keysLookupCtes(from: string): string {
   return `k as (
-      select k.id, k.org_id, o.name as org_name, k.name, k.prefix, k.created_at,
+      select r.i::int as i, k.id, k.org_id, o.name as org_name, k.name, k.prefix, k.created_at,
              k.robot_user_id, u.email as robot_email
-        from api_keys k join organizations o on o.id = k.org_id join users u on u.id = k.robot_user_id
-       where k.id = ${id} and k.key_hash = ${hash} and k.revoked_at is null),
+        from ${from} r join api_keys k on k.id = r.key_id and k.key_hash = r.key_hash
+        join organizations o on o.id = k.org_id join users u on u.id = k.robot_user_id
+       where k.revoked_at is null),
     touch as (
       update api_keys set last_used_at = now()
-       where id = (select id from k)
-         and (last_used_at is null or last_used_at < now() - interval '1 minute'))`
+       where id in (select a.id from api_keys a
+                     where a.id in (select id from k)
+                       and (a.last_used_at is null or a.last_used_at < now() - interval '1 minute')
+                       for update skip locked))`
 }
 
 export type KeyLookupRow = {

@@ -159,14 +159,15 @@ export class RateLimiter {
    * The per-key charge for a statement that authenticates the key itself: the query to
    * embed (it charges `'key:' || <keyId>` for each row of `from`), the parameters it
    * expects after the caller's own, and how to read its returned row. Single-budget
-   * requests only (`budgetsOf(...).length === 1`): two budgets need a transaction.
+   * requests only (`budgetsOf(...).length === 1`): two budgets need a transaction. `also`:
+   * columns of `from` the query returns too. Rows of `from` are charged in its order.
    */
-  perKeyCharge(a: { keyId: string; from: string; firstParam: number }) {
+  perKeyCharge(a: { keyId: string; from: string; firstParam: number; also?: string }) {
     const now = Math.floor(this.clock.now())
     const p = (i: number) => `$${a.firstParam + i}`
     const budget = this.budgets.perKey
     return {
-      sql: `select c.allowed, c.count, c.oldest, c.pivot from ${a.from}
+      sql: `select ${a.also ? `${a.also}, ` : ''}c.allowed, c.count, c.oldest, c.pivot from ${a.from}
         cross join lateral charge_rate('key:' || ${a.keyId}, ${p(0)}::bigint, ${p(1)}::int, ${p(2)}::bigint) c`,
       params: [now, budget.quota, RATE_WINDOW_MS],
       outcome: (row: BucketRow) => outcomeOf([budget], [bucketResult(row)], now, false),

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { openDb } from '../../persistence/db.ts'
 import type { Db } from '../../persistence/types.ts'
+import { newApiKey } from '../../server/auth/api-key-format.ts'
 import { rateBudgets } from '../../server/rate-limit/budgets.ts'
 import { RateLimiter } from '../../server/rate-limit/limiter.ts'
 import { type ClockServer, FakeClock, startClockServer } from '../claims/harness.ts'
@@ -190,6 +191,63 @@ describe.each(STORAGES)('the sliding log under concurrency (%s)', (kind) => {
   })
 })
 
+describe.each(STORAGES)('requests admitted together (%s)', (kind) => {
+  let server: ClockServer
+  let owner: Person
+
+  beforeAll(async () => {
+    server = await startClockServer(kind, { rateLimitPerKey: 5 })
+    owner = new Person(server.url)
+    await owner.signUp()
+  })
+  afterAll(() => server.close())
+
+  test('requests of many keys arriving at once are each charged once, to their own key: exactly the quota of each is allowed, and what the headers count is exact', async () => {
+    const keys = await Promise.all(Array.from({ length: 6 }, () => owner.createKey()))
+    // Seven requests of each key, interleaved, sent in the same instant.
+    const replies = await Promise.all(
+      Array.from({ length: 42 }, (_, i) =>
+        new Agent(server.url, keys[i % keys.length] as string).call('whoami'),
+      ),
+    )
+    for (let k = 0; k < keys.length; k++) {
+      const own = replies.filter((_, i) => i % keys.length === k)
+      const allowed = own.filter((r) => r.status === 200)
+      expect(allowed).toHaveLength(5)
+      expect(own.filter((r) => r.status === 429)).toHaveLength(2)
+      // Each allowed request saw the count its own charge left: 4, 3, 2, 1, 0 remaining.
+      expect(allowed.map((r) => remaining(r)).sort()).toEqual([0, 1, 2, 3, 4])
+    }
+  })
+
+  test('a revoked or unknown key among requests arriving at once is a 401 alone, spends nothing, and the others are answered', async () => {
+    const good = await owner.createKey()
+    const created = await owner.request('POST', `/api/app/orgs/${owner.orgId}/api-keys`, {
+      name: 'revoked',
+    })
+    const revoked = created.body.key as string
+    const revokedId = created.body.apiKey.id as string
+    expect(
+      (await owner.request('DELETE', `/api/app/orgs/${owner.orgId}/api-keys/${revokedId}`)).status,
+    ).toBe(204)
+    // A well-formed key (its checksum holds) for a key id that was never issued.
+    const unknown = newApiKey(crypto.randomUUID())
+    const replies = await Promise.all([
+      new Agent(server.url, good).call('whoami'),
+      new Agent(server.url, revoked).call('whoami'),
+      new Agent(server.url, good).call('whoami'),
+      new Agent(server.url, unknown).call('whoami'),
+    ])
+    expect(replies.map((r) => r.status)).toEqual([200, 401, 200, 401])
+    expect(
+      replies
+        .filter((r) => r.status === 200)
+        .map((r) => remaining(r))
+        .sort(),
+    ).toEqual([3, 4])
+  })
+})
+
 describe('rate budgets are shared by every server process (postgres)', () => {
   let server: ClockServer
 
@@ -207,5 +265,34 @@ describe('rate budgets are shared by every server process (postgres)', () => {
     await spend(new Agent(peer.url, key), 120)
     expect((await new Agent(server.url, key).call('whoami')).status).toBe(429)
     expect((await new Agent(peer.url, key).call('whoami')).status).toBe(429)
+  })
+
+  test('two processes admitting many keys at once, in opposite orders, never wait on each other in a circle: each key gets exactly its budget', async () => {
+    const owner = new Person(server.url)
+    await owner.signUp()
+    const keys = await Promise.all(Array.from({ length: 8 }, () => owner.createKey()))
+    const peer = await server.peer()
+    // Each process receives every key's requests, one in key order, the other in reverse,
+    // until each key has asked 250 times (240 allowed) in all.
+    const rounds = 250 / 10
+    const statuses = new Map(keys.map((k) => [k, [] as number[]]))
+    for (let round = 0; round < rounds; round++) {
+      await Promise.all(
+        [server.url, peer.url].flatMap((url, p) =>
+          (p === 0 ? keys : [...keys].reverse()).flatMap((key) =>
+            Array.from({ length: 5 }, async () => {
+              const res = await new Agent(url, key).call('whoami')
+              statuses.get(key)?.push(res.status)
+            }),
+          ),
+        ),
+      )
+    }
+    for (const key of keys) {
+      const seen = statuses.get(key) ?? []
+      expect(seen).toHaveLength(250)
+      expect(seen.filter((s) => s === 200)).toHaveLength(240)
+      expect(seen.filter((s) => s === 429)).toHaveLength(10)
+    }
   })
 })
