@@ -24,6 +24,8 @@ export interface StoredRow {
 export interface LoadedDoc {
   /** Rows read, per level. */
   rows: { level: number; bytes: number }[]
+  /** Items the rows refer to and none of them holds (missingItems): a gap in the history. */
+  missing: [client: number, clock: number][]
 }
 
 /**
@@ -34,8 +36,26 @@ export interface LoadedDoc {
 export function replay(doc: Y.Doc, updates: readonly Uint8Array[], origin?: unknown): void {
   if (updates.length === 0) return
   doc.transact(() => {
-    for (const update of updates) Y.applyUpdate(doc, update, origin)
+    for (const [i, update] of updates.entries()) {
+      Y.applyUpdate(doc, update, origin)
+      // An update that refers to items the document lacks waits in Yjs's pending structs,
+      // and Yjs merges every later update into them, one at a time: quadratic, minutes of a
+      // blocked thread for a long history (a process that neither answered nor stopped).
+      // The rest is merged once and applied once instead.
+      if (doc.store.pendingStructs !== null && i + 1 < updates.length) {
+        Y.applyUpdate(doc, mergedOf(updates.slice(i + 1)), origin)
+        return
+      }
+    }
   }, origin)
+}
+
+/**
+ * The items a document's updates refer to and it lacks (client, first missing clock):
+ * empty unless what was applied to it has a gap.
+ */
+export function missingItems(doc: Y.Doc): [client: number, clock: number][] {
+  return [...(doc.store.pendingStructs?.missing.entries() ?? [])]
 }
 
 /** One snapshot holding exactly what the updates hold (replayed, so deleted content is gone). */
@@ -163,7 +183,10 @@ export async function loadInto(
   } finally {
     for (const [name, listeners] of held) observers.set(name, listeners)
   }
-  return { rows: rows.map((r) => ({ level: r.level, bytes: r.data.length })) }
+  return {
+    rows: rows.map((r) => ({ level: r.level, bytes: r.data.length })),
+    missing: missingItems(doc),
+  }
 }
 
 /**

@@ -157,6 +157,13 @@ export class LiveDocs {
         const stored = this.stored.get(documentName)
         this.stored.delete(documentName)
         const loaded = await loadInto(this.db, documentName, document, undefined, stored?.rows)
+        if (loaded.missing.length > 0) {
+          this.log.error(
+            `${documentName}: its stored rows refer to items none of them holds (${loaded.missing
+              .map(([client, clock]) => `${client}:${clock}`)
+              .join(', ')}); what depends on them is not shown`,
+          )
+        }
         // People's edits not yet stored (a reload after an eviction): already reviewed.
         replay(document, this.lane(ref.orgId).people.updatesOf(documentName), RESTORE_ORIGIN)
         this.compaction.loaded(documentName, loaded.rows)
