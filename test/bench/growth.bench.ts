@@ -108,12 +108,14 @@ interface Measured {
  * What the fields Contract 3 fixes weigh alone: 1,000 cards an agent created in one
  * transaction (a 28-character title, no project, type, priority, tags or blockers; the
  * robot's e-mail of a deployment at corkboard.example), written by the service's own
- * `taskMap`, with `stats` as a card without comments has it and as one with two.
+ * `taskMap`, with `stats` as a card without comments has it and as one with two; in the
+ * update format the documents are stored in (v1) and in Yjs's v2, which writes the ids of
+ * the items' parents and neighbours column by column.
  */
-function contractCardBytes(): { bare: number; commented: number } {
-  const perCard = (stats: StoredTask['stats']) => {
+function contractCardBytes(): { bare: number; commented: number; bareV2: number } {
+  const perCard = (stats: StoredTask['stats'], encode = Y.encodeStateAsUpdate) => {
     const doc = new Y.Doc()
-    const before = Y.encodeStateAsUpdate(doc).length
+    const before = encode(doc).length
     const columnId = randomUUID()
     const email = robotEmail(randomUUID(), 'https://corkboard.example')
     doc.transact(() => {
@@ -140,11 +142,12 @@ function contractCardBytes(): { bare: number; commented: number } {
         )
       }
     })
-    return (Y.encodeStateAsUpdate(doc).length - before) / 1_000
+    return (encode(doc).length - before) / 1_000
   }
   const at = new Date().toISOString()
   return {
     bare: perCard(EMPTY_STATS),
+    bareV2: perCard(EMPTY_STATS, Y.encodeStateAsUpdateV2),
     commented: perCard({
       commentCount: 2,
       imageCount: 0,
@@ -338,7 +341,7 @@ function report(kind: StorageKind, results: Measured[], log: (l: string) => void
   )
   const fixed = contractCardBytes()
   log(
-    `the fields Contract 3 fixes, alone: ${fixed.bare.toFixed(0)} B a card an agent created (${fixed.commented.toFixed(0)} B once it has two comments), before any edit's tombstone`,
+    `the fields Contract 3 fixes, alone: ${fixed.bare.toFixed(0)} B a card an agent created (${fixed.commented.toFixed(0)} B once it has two comments), before any edit's tombstone; ${fixed.bareV2.toFixed(0)} B the first in Yjs's update format v2`,
   )
   for (const r of results.slice(1)) {
     const shape = SHAPES[r.name.replace(/, re-based$/, '')] as OrgShape
