@@ -21,6 +21,9 @@ const START_ARGS = (
   .split(/\s+/)
   .slice(1)
 
+/** How long `stop` waits after SIGTERM before SIGKILL (the service's own bound is 25 s). */
+const STOP_KILL_MS = 40_000
+
 /**
  * The service as it runs in production: `npm start`, in a process of its own on port 0, on
  * storage that exists already. A crash is the process exiting, which a test can see
@@ -76,7 +79,11 @@ export async function startProcess(env: Record<string, string>): Promise<Service
       if (child.exitCode !== null || child.signalCode !== null) return
       const exited = new Promise((r) => child.once('exit', r))
       child.kill('SIGTERM')
+      // A process that has not exited well after its own shutdown bound (25 s) is stuck:
+      // killed, so that a failing suite leaves nothing spinning behind it.
+      const stuck = setTimeout(() => child.kill('SIGKILL'), STOP_KILL_MS)
       await exited
+      clearTimeout(stuck)
     },
   }
 }
