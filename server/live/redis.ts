@@ -158,6 +158,15 @@ export class GatedRedis extends Redis {
             for (const q of queue.splice(0)) await handle(q.channel, q.data).catch(() => {})
             continue
           }
+          // A copy evicted or unloaded stays listed here until its unload's hooks have run:
+          // it may hold the updates of a write that failed and was never stored, and an
+          // answer from it handed them to the other processes, which built on them (stored
+          // rows then referred to items no row held). It answers nothing: a copy loaded
+          // since gets the messages, in the gate, or nobody does.
+          const listed = internals.documents.get(documentName) as
+            | { isDestroyed?: boolean }
+            | undefined
+          if (listed?.isDestroyed) internals.documents.delete(documentName)
           // A copy still loading (between its rows and the end of afterLoadDocument, which
           // waits up to a second for the other processes' answers) holds nothing of a write
           // and has no connection yet: the answers need not wait for the gate, which a write
