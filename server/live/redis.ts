@@ -1,7 +1,7 @@
 import { Redis } from '@hocuspocus/extension-redis'
+import type { Document } from '@hocuspocus/server'
 import type { Redis as IORedis } from 'ioredis'
 import * as decoding from 'lib0/decoding'
-import type * as Y from 'yjs'
 import { generationOf } from '../../shared/rebase.ts'
 import { within } from '../clock.ts'
 
@@ -26,8 +26,8 @@ interface ExtensionInternals {
   publishFirstSyncStep(documentName: string, document: unknown): Promise<unknown>
   flushPublish(documentName: string): Promise<void>
   pendingPublishes: Map<string, unknown>
-  documents: Map<string, Y.Doc>
-  instance: { documents: Map<string, Y.Doc> } | undefined
+  documents: Map<string, Document>
+  instance: { documents: Map<string, Document> } | undefined
 }
 
 /** What else the extension is told, beside the gate. */
@@ -151,6 +151,17 @@ export class GatedRedis extends Redis {
     this.sub.removeAllListeners('messageBuffer')
     const own = this.configuration.identifier
     const queues = new Map<string, Queued[]>()
+    // A copy evicted or unloaded stays listed in the extension's map until its unload's
+    // hooks have run (an eviction runs none): it may hold the updates of a write that failed
+    // and was never stored, and an answer from it handed them to the other processes, which
+    // built on them (stored rows then referred to items no row held). It answers nothing: a
+    // copy loaded since gets the messages, in the gate, or nobody does. Checked right
+    // before each message is handled, which answers at once from the copy it finds.
+    const dropDestroyed = (documentName: string) => {
+      if (internals.documents.get(documentName)?.isDestroyed) {
+        internals.documents.delete(documentName)
+      }
+    }
     const drain = async (documentName: string, queue: Queued[]) => {
       try {
         while (queue.length > 0) {
@@ -158,15 +169,7 @@ export class GatedRedis extends Redis {
             for (const q of queue.splice(0)) await handle(q.channel, q.data).catch(() => {})
             continue
           }
-          // A copy evicted or unloaded stays listed here until its unload's hooks have run:
-          // it may hold the updates of a write that failed and was never stored, and an
-          // answer from it handed them to the other processes, which built on them (stored
-          // rows then referred to items no row held). It answers nothing: a copy loaded
-          // since gets the messages, in the gate, or nobody does.
-          const listed = internals.documents.get(documentName) as
-            | { isDestroyed?: boolean }
-            | undefined
-          if (listed?.isDestroyed) internals.documents.delete(documentName)
+          dropDestroyed(documentName)
           // A copy still loading (between its rows and the end of afterLoadDocument, which
           // waits up to a second for the other processes' answers) holds nothing of a write
           // and has no connection yet: the answers need not wait for the gate, which a write
@@ -178,6 +181,9 @@ export class GatedRedis extends Redis {
           try {
             // Everything that arrived while the gate was awaited goes in this pass too.
             for (const q of latestAsks(queue.splice(0))) {
+              // Again here: the gate waited for writes, and a write that failed meanwhile
+              // had its copy evicted (the copy the extension would answer from).
+              dropDestroyed(documentName)
               if (crossesGenerations(q)) continue
               await handle(q.channel, q.data).catch(() => {})
             }
@@ -233,8 +239,7 @@ export class GatedRedis extends Redis {
     const { documents } = this.internals
     const instance = data.instance as unknown as { loadingDocuments?: Map<string, unknown> }
     if (instance.loadingDocuments?.has(name)) {
-      const held = documents.get(name) as { isDestroyed?: boolean } | undefined
-      if (held?.isDestroyed) documents.delete(name)
+      if (documents.get(name)?.isDestroyed) documents.delete(name)
       return
     }
     // After letGo (shutdown) there is no subscription left to end: the extension's
