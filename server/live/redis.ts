@@ -162,6 +162,12 @@ export class GatedRedis extends Redis {
         internals.documents.delete(documentName)
       }
     }
+    // A copy still loading (between its rows and the end of afterLoadDocument, which waits
+    // up to a second for the other processes' answers) holds nothing of a write and has no
+    // connection yet: the answers need not wait for the gate, which a write waiting for
+    // this very load may be holding. Once Hocuspocus lists it, a write may compute on it.
+    const isLoading = (documentName: string) =>
+      internals.documents.has(documentName) && !internals.instance?.documents.has(documentName)
     const drain = async (documentName: string, queue: Queued[]) => {
       try {
         while (queue.length > 0) {
@@ -170,25 +176,27 @@ export class GatedRedis extends Redis {
             continue
           }
           dropDestroyed(documentName)
-          // A copy still loading (between its rows and the end of afterLoadDocument, which
-          // waits up to a second for the other processes' answers) holds nothing of a write
-          // and has no connection yet: the answers need not wait for the gate, which a write
-          // waiting for this very load may be holding.
-          const loading =
-            internals.documents.has(documentName) &&
-            !internals.instance?.documents.has(documentName)
-          const done = loading ? () => {} : await gate(documentName)
+          const loading = isLoading(documentName)
+          const done = loading ? undefined : await gate(documentName)
           try {
             // Everything that arrived while the gate was awaited goes in this pass too.
-            for (const q of latestAsks(queue.splice(0))) {
+            const batch = latestAsks(queue.splice(0))
+            for (const [i, q] of batch.entries()) {
               // Again here: the gate waited for writes, and a write that failed meanwhile
               // had its copy evicted (the copy the extension would answer from).
               dropDestroyed(documentName)
+              // A copy loading when the pass began may have finished since (an answer just
+              // handled can end its wait for the other processes), and a write waiting for
+              // it computes at once: from then on, its answers wait for the gate.
+              if (!done && !isLoading(documentName)) {
+                queue.unshift(...batch.slice(i))
+                break
+              }
               if (crossesGenerations(q)) continue
               await handle(q.channel, q.data).catch(() => {})
             }
           } finally {
-            done()
+            done?.()
           }
         }
       } finally {
