@@ -46,6 +46,14 @@ async function stopAll(processes: ReturnType<typeof liveProcess>[]): Promise<voi
 
 const open: Gate = async () => () => {}
 
+/** A write on the process's copy whose update is held from everyone (hold.ts), never stored. */
+async function heldWrite(p: ReturnType<typeof liveProcess>, name: string): Promise<void> {
+  const entry = await p.registry.acquire(name)
+  const write = {}
+  hold(write)
+  entry.doc.transact(() => entry.doc.getMap('cards').set('failed', 'never stored'), write)
+}
+
 /** y-protocols' sync steps, inside Hocuspocus's Sync message (type 0). */
 const SYNC_STEP_1 = 0
 const SYNC_STEP_2 = 1
@@ -111,11 +119,7 @@ describe('scaled out, a write that failed reaches no other process', () => {
     const b = liveProcess(prefix, open)
     stop = () => stopAll([a, b])
 
-    // A write on A: its update is held from everyone until its commit (hold.ts).
-    const entry = await a.registry.acquire(name)
-    const write = {}
-    hold(write)
-    entry.doc.transact(() => entry.doc.getMap('cards').set('failed', 'never stored'), write)
+    await heldWrite(a, name)
 
     // B loads the document: it asks A (SyncStep1), and A's answer waits at A's gate.
     const loading = b.registry.acquire(name)
@@ -144,10 +148,7 @@ describe('scaled out, a write that failed reaches no other process', () => {
     const a = liveProcess(prefix, open)
     const b = liveProcess(prefix, open)
     stop = () => stopAll([a, b])
-    const entry = await a.registry.acquire(name)
-    const write = {}
-    hold(write)
-    entry.doc.transact(() => entry.doc.getMap('cards').set('failed', 'never stored'), write)
+    await heldWrite(a, name)
     a.registry.evict([name])
     // Listed by the extension yet gone from Hocuspocus, the copy looked like one still
     // loading, which is answered without the gate.
