@@ -25,6 +25,9 @@ export default defineConfig({
           include: ['test/e2e/**/*.test.ts'],
           globalSetup: ['test/e2e/global-setup.ts'],
           testTimeout: 60_000,
+          // A browser's work waits for the machine: on a busy CI host, a page reloaded
+          // offline took over a second to show 540 cards from its copy (1 s is the default).
+          expect: { poll: { timeout: 10_000 } },
         },
       },
     ],
