@@ -7,6 +7,7 @@ import {
   NORMAL_PRIORITY,
   ONE_JOB,
 } from './compaction.worker.ts'
+import type { Encoded } from './doc-store.ts'
 
 type Job = CompactionJob extends infer J
   ? J extends { id: number }
@@ -70,9 +71,9 @@ export class Compactor {
    * One snapshot replayed from a document's updates (deleted content dropped), and the size
    * it would have as a new generation (re-based: none of its tombstones).
    */
-  async snapshot(updates: Uint8Array[], name: string): Promise<Done<'snapshot'>> {
-    const job: Job = { op: 'snapshot', updates, name }
-    const bytes = updates.reduce((sum, u) => sum + u.length, 0)
+  async snapshot(updates: Encoded[], name: string): Promise<Done<'snapshot'>> {
+    const job: Job = { op: 'snapshot', updates: updates.map(encoded), name }
+    const bytes = updates.reduce((sum, u) => sum + u.data.length, 0)
     const reply = bytes >= OWN_PROCESS_FROM_BYTES ? await this.inProcess(job) : await this.run(job)
     return reply as Done<'snapshot'>
   }
@@ -117,21 +118,22 @@ export class Compactor {
    * The next generation of a document from its updates (shared/rebase.ts), kept on the
    * thread under `handle` until released: edits are carried onto it there (carry).
    */
-  async rebuild(
-    updates: Uint8Array[],
-    name: string,
-  ): Promise<Done<'rebuild'> & { handle: number }> {
-    const reply = (await this.run({ op: 'rebuild', updates, name })) as Done<'rebuild'>
+  async rebuild(updates: Encoded[], name: string): Promise<Done<'rebuild'> & { handle: number }> {
+    const job: Job = { op: 'rebuild', updates: updates.map(encoded), name }
+    const reply = (await this.run(job)) as Done<'rebuild'>
     this.held.add(reply.id)
     return { ...reply, handle: reply.id }
   }
 
   /**
-   * Edits made again on a kept next generation: its whole state after them, or (`whole`
-   * false) only what they added.
+   * Edits made again on a kept next generation: its whole state after them (in update
+   * format 2), or (`whole` false) only what they added (format 1).
    */
-  async carry(handle: number, edits: CarriedEdit[], whole: boolean): Promise<Uint8Array> {
-    return ((await this.run({ op: 'carry', handle, edits, whole })) as Done<'carry'>).update
+  async carry(handle: number, edits: CarriedEdit[], whole: true): Promise<Encoded & { v2: true }>
+  async carry(handle: number, edits: CarriedEdit[], whole: false): Promise<Encoded & { v2: false }>
+  async carry(handle: number, edits: CarriedEdit[], whole: boolean): Promise<Encoded> {
+    const reply = (await this.run({ op: 'carry', handle, edits, whole })) as Done<'carry'>
+    return { data: reply.update, v2: whole }
   }
 
   /** Lets a kept next generation go. */
@@ -213,3 +215,6 @@ export class Compactor {
     this.waiting.clear()
   }
 }
+
+/** Only the bytes and their format go to the thread (stored rows carry their ids too). */
+const encoded = (u: Encoded): Encoded => ({ data: u.data, v2: u.v2 })

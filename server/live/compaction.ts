@@ -1,7 +1,7 @@
 import type { Db } from '../../persistence/types.ts'
 import type { Logger } from '../http/json.ts'
 import { Compactor } from './compaction-thread.ts'
-import { compact, LEVEL } from './doc-store.ts'
+import { asV1, compact, type Encoded, LEVEL } from './doc-store.ts'
 
 /**
  * When to compact a document's stored rows (doc-store.ts), so that a cold load reads at
@@ -146,11 +146,11 @@ export class Compaction {
     let heavy = false
     const make =
       level === 1
-        ? (u: Uint8Array[]) => this.compactor.merge(u)
-        : async (u: Uint8Array[]) => {
+        ? async (u: Encoded[]) => ({ data: await this.compactor.merge(u.map(asV1)), v2: false })
+        : async (u: Encoded[]) => {
             const made = await this.compactor.snapshot(u, docName)
-            heavy = dominated(made.update.length, made.rebasedBytes)
-            return made.update
+            heavy = dominated(made.v1Bytes, made.rebasedBytes)
+            return { data: made.update, v2: true }
           }
     const job = compact(this.db, docName, level, make)
       .then((done) => {

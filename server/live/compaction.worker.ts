@@ -15,7 +15,7 @@ import {
   rebuiltFrom,
 } from '../../shared/rebase.ts'
 import { collectAll } from '../collector.ts'
-import { mergedOf, replay } from './doc-store.ts'
+import { type Encoded, mergedOf, replay } from './doc-store.ts'
 
 /**
  * Started as a process of its own for one large snapshot (compaction-thread.ts), with this
@@ -40,23 +40,31 @@ if (lowPriority) {
 export type CompactionJob =
   | { id: number; op: 'merge'; updates: Uint8Array[] }
   /** A snapshot, and the size the document would have re-based (how much is tombstones). */
-  | { id: number; op: 'snapshot'; updates: Uint8Array[]; name: string }
+  | { id: number; op: 'snapshot'; updates: Encoded[]; name: string }
   /**
    * The next generation of a document (shared/rebase.ts), and its state as it ends. The
    * thread keeps the next generation (its handle is the job's id) until it is released, so
    * what changes meanwhile is carried onto it here, off the event loop.
    */
-  | { id: number; op: 'rebuild'; updates: Uint8Array[]; name: string }
+  | { id: number; op: 'rebuild'; updates: Encoded[]; name: string }
   /**
    * Edits made again on a next generation the thread keeps; the answer is its whole state
-   * (`whole`) or only what the edits added.
+   * (`whole`, in update format 2: it is stored as the snapshot) or only what the edits
+   * added (format 1: it is stored as an appended update).
    */
   | { id: number; op: 'carry'; handle: number; edits: CarriedEdit[]; whole: boolean }
   | { id: number; op: 'release'; handle: number }
 
 export type CompactionReply = { id: number } & (
   | { op: 'merge'; update: Uint8Array }
-  | { op: 'snapshot'; update: Uint8Array; rebasedBytes: number }
+  | {
+      op: 'snapshot'
+      /** The snapshot, in update format 2 (as stored), and its size in format 1. */
+      update: Uint8Array
+      v1Bytes: number
+      /** Its size re-based, in format 1. */
+      rebasedBytes: number
+    }
   | {
       op: 'rebuild'
       /** The next generation's whole state. */
@@ -89,17 +97,17 @@ function run(job: CompactionJob): CompactionReply {
     if (!next) throw new Error(`no next generation ${job.handle}`)
     const before = Y.encodeStateVector(next)
     carry(next, job.edits)
-    const update = job.whole ? Y.encodeStateAsUpdate(next) : Y.encodeStateAsUpdate(next, before)
+    const update = job.whole ? Y.encodeStateAsUpdateV2(next) : Y.encodeStateAsUpdate(next, before)
     return { id: job.id, op: 'carry', update }
   }
   const kind = parseDocName(job.name)?.kind
   if (!kind) throw new Error(`${job.name} is not a document name`)
   if (job.op === 'snapshot') {
-    const { update, liveBytes, state, generation } = replayed(kind, job.updates)
+    const { update, v1Bytes, liveBytes, state, generation } = replayed(kind, job.updates)
     // Clearly not dominated by tombstones: the live items' bytes stand for the next
     // generation's, which is not built (a 10,000-card board's snapshot job: the process's
     // RSS +129 MB and 1.25 s building it, +115 MB and 1.03 s not).
-    if (!state) return { id: job.id, op: 'snapshot', update, rebasedBytes: liveBytes }
+    if (!state) return { id: job.id, op: 'snapshot', update, v1Bytes, rebasedBytes: liveBytes }
     // The replayed document is let go, and collected, before the new generation is built
     // to be measured: holding both, a 10,000-card board's snapshot took this thread's heap
     // to 193 MB (165 used); letting go alone changed nothing (the collector had not run).
@@ -111,6 +119,7 @@ function run(job: CompactionJob): CompactionReply {
         id: job.id,
         op: 'snapshot',
         update,
+        v1Bytes,
         rebasedBytes: Y.encodeStateAsUpdate(next).length,
       }
     } finally {
@@ -137,19 +146,21 @@ function run(job: CompactionJob): CompactionReply {
 }
 
 /**
- * A document's stored updates replayed: its state as an update, its live items' bytes, and,
- * unless it is clearly not dominated by tombstones, its state as plain values.
+ * A document's stored updates replayed: its state as an update in format 2 and its size in
+ * format 1 (what the live items' bytes and a re-based size are measured in), its live items'
+ * bytes, and, unless it is clearly not dominated by tombstones, its state as plain values.
  */
-function replayed(kind: DocKind, updates: Uint8Array[]) {
+function replayed(kind: DocKind, updates: Encoded[]) {
   const doc = new Y.Doc()
   try {
     replay(doc, updates)
-    const update = Y.encodeStateAsUpdate(doc)
+    const v1Bytes = Y.encodeStateAsUpdate(doc).length
     const live = liveItemBytes(doc)
     return {
-      update,
+      update: Y.encodeStateAsUpdateV2(doc),
+      v1Bytes,
       liveBytes: live,
-      state: update.length < CLEARLY_LIVE * live ? undefined : liveState(kind, doc),
+      state: v1Bytes < CLEARLY_LIVE * live ? undefined : liveState(kind, doc),
       generation: generationOf(doc),
     }
   } finally {

@@ -6,7 +6,7 @@ import { type DocJson, docJson, editsToCarry, generationOf } from '../../shared/
 import type { Logger } from '../http/json.ts'
 import type { Compaction } from './compaction.ts'
 import type { DocRegistry } from './doc-registry.ts'
-import { LEVEL, type Stored } from './doc-store.ts'
+import { type Encoded, LEVEL, replay, type Stored } from './doc-store.ts'
 import { endGeneration, packBase, storedGeneration } from './generations.ts'
 import type { OrgLane } from './lane.ts'
 
@@ -39,8 +39,8 @@ export interface RebaseServices {
   rebased(docName: string, stored: Stored): void
 }
 
-/** The JSON of a root text or map entry, as editsToCarry names it. */
-type Rows = { id: string; data: Uint8Array }[]
+/** Stored rows, by id. */
+type Rows = ({ id: string } & Encoded)[]
 
 /**
  * Starts a document over as a new generation (docs/design.md, "Re-basing a document").
@@ -65,10 +65,7 @@ export async function rebase(services: RebaseServices, docName: string): Promise
   try {
     const rows = await storedSince(db, docName, '0')
     let lastId = rows.at(-1)?.id ?? '0'
-    const built = await compactor.rebuild(
-      rows.map((r) => r.data),
-      docName,
-    )
+    const built = await compactor.rebuild(rows, docName)
     handle = built.handle
     const bytesBefore = rows.reduce((sum, r) => sum + r.data.length, 0)
     const live = entry.doc
@@ -94,11 +91,10 @@ export async function rebase(services: RebaseServices, docName: string): Promise
     // loads, and the swap only renames it: with the lane held, a megabyte's insert cost
     // PGlite 120-220 ms. A re-base that fails takes its row away again.
     staged = `${docName}#rebase:${randomUUID()}`
-    await db.query('insert into doc_updates (doc_name, data, level) values ($1, $2, $3)', [
-      staged,
-      Buffer.from(snapshot),
-      LEVEL.snapshot,
-    ])
+    await db.query(
+      'insert into doc_updates (doc_name, data, level, encoding) values ($1, $2, $3, 2)',
+      [staged, Buffer.from(snapshot.data), LEVEL.snapshot],
+    )
 
     const done = await lane.alone(async () => {
       const started = performance.now()
@@ -127,14 +123,14 @@ export async function rebase(services: RebaseServices, docName: string): Promise
         const snapshotId = (renamed[0] as { id: string | number } | undefined)?.id
         if (snapshotId === undefined) throw new Error(`${docName}: its staged snapshot is gone`)
         const rows: Stored['rows'] = [
-          { id: String(snapshotId), level: LEVEL.snapshot, data: snapshot },
+          { id: String(snapshotId), level: LEVEL.snapshot, ...snapshot },
         ]
         if (added) {
           const [row] = await tx.query<{ id: string | number }>(
             'insert into doc_updates (doc_name, data, level) values ($1, $2, $3) returning id',
-            [docName, Buffer.from(added), LEVEL.update],
+            [docName, Buffer.from(added.data), LEVEL.update],
           )
-          rows.push({ id: String(row?.id), level: LEVEL.update, data: added })
+          rows.push({ id: String(row?.id), level: LEVEL.update, ...added })
         }
         await endGeneration(tx, docName, {
           generation: built.generation,
@@ -142,7 +138,11 @@ export async function rebase(services: RebaseServices, docName: string): Promise
           base: packed,
           carried: edits,
         })
-        return { bytes: snapshot.length + (added?.length ?? 0), carried: edits.length, rows }
+        return {
+          bytes: snapshot.data.length + (added?.data.length ?? 0),
+          carried: edits.length,
+          rows,
+        }
       })
       services.rebased(docName, { rows: stored.rows })
       services.compaction.rebased(docName, stored.bytes)
@@ -170,16 +170,18 @@ export async function rebase(services: RebaseServices, docName: string): Promise
 }
 
 /** Rows stored for a document after the row `afterId`. */
-function storedSince(q: Queryable, docName: string, afterId: string): Promise<Rows> {
-  return q.query<Rows[number]>(
-    'select id::text as id, data from doc_updates where doc_name = $1 and id > $2::bigint order by id',
+async function storedSince(q: Queryable, docName: string, afterId: string): Promise<Rows> {
+  const rows = await q.query<{ id: string; data: Uint8Array; encoding: number }>(
+    `select id::text as id, data, encoding from doc_updates
+      where doc_name = $1 and id > $2::bigint order by id`,
     [docName, afterId],
   )
+  return rows.map((r) => ({ id: r.id, data: r.data, v2: r.encoding === 2 }))
 }
 
 /** Applies stored rows to the live copy (those it has already change nothing); the last id. */
 function applyStoredSince(live: Y.Doc, rows: Rows, lastId: string): string {
-  for (const r of rows) Y.applyUpdate(live, r.data, REBASE_ORIGIN)
+  for (const r of rows) replay(live, [r], REBASE_ORIGIN)
   return rows.at(-1)?.id ?? lastId
 }
 

@@ -18,7 +18,7 @@ import {
 import { boardDocName, cardDocName, orgIdOf } from '../../shared/doc-names.ts'
 import { archivedRow } from '../board/archive.ts'
 import type { Logger } from '../http/json.ts'
-import { appendUpdate, LEVEL, replay } from '../live/doc-store.ts'
+import { appendUpdate, LEVEL, loadInto } from '../live/doc-store.ts'
 
 /** The name this data migration is recorded under in schema_migrations. */
 export const LAYOUT_V2 = '009_layout_v2 (board documents)'
@@ -56,15 +56,8 @@ export async function migrateLayout(db: Db, log: Logger): Promise<number> {
 
 async function migrateBoard(tx: Queryable, orgId: string) {
   const name = boardDocName(orgId)
-  const rows = await tx.query<{ data: Uint8Array }>(
-    'select data from doc_updates where doc_name = $1 order by id',
-    [name],
-  )
   const doc = new Y.Doc()
-  replay(
-    doc,
-    rows.map((r) => r.data),
-  )
+  await loadInto(tx, name, doc)
   const maps = boardMaps(doc)
   const v1Comments = doc.getMap<Y.Map<unknown>>('comments')
   const v1Attachments = doc.getMap<Y.Map<unknown>>('attachments')

@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import postgres from 'postgres'
 import * as Y from 'yjs'
 import type { App } from '../../server/app.ts'
-import { replay } from '../../server/live/doc-store.ts'
+import { loadInto } from '../../server/live/doc-store.ts'
 import { boardDocName } from '../../shared/doc-names.ts'
 import { startProcess } from '../support/service-process.ts'
 import type { StorageKind } from '../support/storage.ts'
@@ -69,18 +69,21 @@ export async function rssMb(pid: number | undefined): Promise<number> {
   return kb / 1024
 }
 
-/** The board document's size as storage holds it now, and how many rows a cold load reads. */
-export async function boardSize(app: App, orgId: string): Promise<{ bytes: number; rows: number }> {
-  const rows = await app.db.query<{ data: Uint8Array }>(
-    'select data from doc_updates where doc_name = $1 order by id',
-    [boardDocName(orgId)],
-  )
+/**
+ * The board document's size: `bytes` as a provider receives it (update format 1), `stored`
+ * as a snapshot holds it (format 2, migration 027), and how many rows a cold load reads now.
+ */
+export async function boardSize(
+  app: App,
+  orgId: string,
+): Promise<{ bytes: number; stored: number; rows: number }> {
   const doc = new Y.Doc()
-  replay(
-    doc,
-    rows.map((r) => r.data),
-  )
-  const bytes = Y.encodeStateAsUpdate(doc).length
+  const loaded = await loadInto(app.db, boardDocName(orgId), doc)
+  const size = {
+    bytes: Y.encodeStateAsUpdate(doc).length,
+    stored: Y.encodeStateAsUpdateV2(doc).length,
+    rows: loaded.rows.length,
+  }
   doc.destroy()
-  return { bytes, rows: rows.length }
+  return size
 }

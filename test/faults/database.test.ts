@@ -237,10 +237,12 @@ describe('the service survives losing its database', () => {
     // acknowledged from a document whose updates went nowhere would leave such a gap).
     const stored = new Y.Doc()
     for (const row of await cluster.query(
-      'select data from doc_updates where doc_name = $1 order by id',
+      'select data, encoding from doc_updates where doc_name = $1 order by id',
       [boardDocName(owner.orgId)],
     )) {
-      Y.applyUpdate(stored, row.data as Uint8Array)
+      // Snapshots are stored in update format 2 (migration 027).
+      if (row.encoding === 2) Y.applyUpdateV2(stored, row.data as Uint8Array)
+      else Y.applyUpdate(stored, row.data as Uint8Array)
     }
     expect(stored.store.pendingStructs?.missing ?? new Map()).toEqual(new Map())
     expect(boardMaps(stored).tasks.size).toBe(titles.length)

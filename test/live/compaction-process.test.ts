@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import { afterEach, describe, expect, test } from 'vitest'
 import * as Y from 'yjs'
 import { Compactor, OWN_PROCESS_FROM_BYTES } from '../../server/live/compaction-thread.ts'
-import { replay } from '../../server/live/doc-store.ts'
+import { type Encoded, replay } from '../../server/live/doc-store.ts'
 import { boardDocName } from '../../shared/doc-names.ts'
 import { startProcess } from '../support/service-process.ts'
 
@@ -18,7 +18,7 @@ import { startProcess } from '../support/service-process.ts'
  */
 
 /** Updates of a board over OWN_PROCESS_FROM_BYTES: projects written, half deleted since. */
-function largeBoard(): { updates: Uint8Array[]; expected: unknown } {
+function largeBoard(): { updates: Encoded[]; expected: unknown } {
   const doc = new Y.Doc()
   const updates: Uint8Array[] = []
   doc.on('update', (u: Uint8Array) => updates.push(u))
@@ -34,7 +34,7 @@ function largeBoard(): { updates: Uint8Array[]; expected: unknown } {
   doc.transact(() => {
     for (let i = 0; i < count; i += 2) projects.delete(`p${i}`)
   })
-  return { updates, expected: projects.toJSON() }
+  return { updates: updates.map((data) => ({ data, v2: false })), expected: projects.toJSON() }
 }
 
 /** This process's children running a compaction job. */
@@ -62,7 +62,9 @@ describe('large snapshots in a process of their own', () => {
   test('a snapshot of a document of OWN_PROCESS_FROM_BYTES or more is replayed in a process that ends with the job, and holds the same state', async () => {
     compactor = new Compactor({ lowPriority: false })
     const { updates, expected } = largeBoard()
-    expect(updates.reduce((n, u) => n + u.length, 0)).toBeGreaterThanOrEqual(OWN_PROCESS_FROM_BYTES)
+    expect(updates.reduce((n, u) => n + u.data.length, 0)).toBeGreaterThanOrEqual(
+      OWN_PROCESS_FROM_BYTES,
+    )
     const seen = new Set<number>()
     const watch = setInterval(() => {
       for (const pid of jobProcesses()) seen.add(pid)
@@ -73,10 +75,11 @@ describe('large snapshots in a process of their own', () => {
     expect(seen.size).toBe(1)
     expect(jobProcesses()).toEqual([])
     const copy = new Y.Doc()
-    replay(copy, [made.update])
+    // Stored as snapshots are: in update format 2.
+    replay(copy, [{ data: made.update, v2: true }])
     expect(copy.getMap('projects').toJSON()).toEqual(expected)
     // Deleted content is dropped, as on the thread.
-    expect(made.update.length).toBeLessThan(updates.reduce((n, u) => n + u.length, 0) / 1.5)
+    expect(made.update.length).toBeLessThan(updates.reduce((n, u) => n + u.data.length, 0) / 1.5)
     expect(made.rebasedBytes).toBeGreaterThan(0)
   })
 
@@ -93,7 +96,7 @@ describe('large snapshots in a process of their own', () => {
     expect(most).toBe(1)
     for (const m of made) {
       const copy = new Y.Doc()
-      replay(copy, [m?.update as Uint8Array])
+      replay(copy, [{ data: m?.update as Uint8Array, v2: true }])
       expect(copy.getMap('projects').toJSON()).toEqual(expected)
     }
   })
@@ -114,7 +117,7 @@ describe('large snapshots in a process of their own', () => {
     await expect(job).rejects.toThrow(/compaction process exited with SIGKILL/)
     const again = await compactor.snapshot(updates, name)
     const copy = new Y.Doc()
-    replay(copy, [again.update])
+    replay(copy, [{ data: again.update, v2: true }])
     expect(copy.getMap('projects').toJSON()).toEqual(expected)
   })
 

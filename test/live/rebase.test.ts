@@ -1,7 +1,7 @@
 import { HocuspocusProvider, HocuspocusProviderWebsocket } from '@hocuspocus/provider'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import * as Y from 'yjs'
-import { LEVEL } from '../../server/live/doc-store.ts'
+import { LEVEL, loadInto } from '../../server/live/doc-store.ts'
 import { dropAbandonedStaging } from '../../server/live/rebase.ts'
 import { boardMaps } from '../../shared/board-doc.ts'
 import { cardMaps } from '../../shared/card-doc.ts'
@@ -286,12 +286,8 @@ describe.each(STORAGES)('re-basing a live document (%s)', (kind) => {
     const ids = new Set((tasks as { id: string }[]).map((t) => t.id))
     for (const id of created) expect(ids.has(id)).toBe(true)
     // And the stored form agrees after a cold load.
-    const stored = await server.storage.db.query<{ data: Uint8Array }>(
-      'select data from doc_updates where doc_name = $1 order by id',
-      [board()],
-    )
     const doc = new Y.Doc()
-    for (const r of stored) Y.applyUpdate(doc, r.data)
+    await loadInto(server.storage.db, board(), doc)
     for (const id of created) expect(boardMaps(doc).tasks.has(id)).toBe(true)
   })
 

@@ -2,7 +2,14 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import * as Y from 'yjs'
 import { migrate } from '../../persistence/migrate.ts'
 import type { Db } from '../../persistence/types.ts'
-import { appendUpdate, compact, loadInto, snapshotOf } from '../../server/live/doc-store.ts'
+import {
+  appendUpdate,
+  compact,
+  type Encoded,
+  loadInto,
+  snapshotOf,
+  storedBeyond,
+} from '../../server/live/doc-store.ts'
 import { freshDb, STORAGES, type TestDb } from '../support/storage.ts'
 
 /** One contract, every storage: the same SQL must behave the same on PGlite and Postgres. */
@@ -185,6 +192,69 @@ describe.each(STORAGES)('storage contract (%s)', (kind) => {
     expect(copy.getMap('m').toJSON()).toEqual({ a: 3, b: 2 })
     expect(copy.store.pendingStructs).toBeNull()
   })
+
+  test('a snapshot is stored in update format 2, smaller than format 1, and loads with the same state', async () => {
+    const source = new Y.Doc()
+    const updates: Uint8Array[] = []
+    source.on('update', (u: Uint8Array) => updates.push(u))
+    const cards = source.getMap<Y.Map<unknown>>('tasks')
+    for (let i = 0; i < 200; i++) {
+      const card = new Y.Map<unknown>()
+      cards.set(`card-${i}`, card)
+      for (const [k, v] of Object.entries({ title: `Card ${i}`, columnId: 'c1', position: i })) {
+        card.set(k, v)
+      }
+    }
+    for (const u of updates) await appendUpdate(db, 'contract/v2', u)
+    await compact(db, 'contract/v2', 2, async (u) => snapshotOf(u))
+    const [row] = await db.query<{ encoding: number; bytes: number }>(
+      "select encoding, length(data)::int as bytes from doc_updates where doc_name = 'contract/v2'",
+    )
+    expect(row?.encoding).toBe(2)
+    expect(row?.bytes).toBeLessThan(0.85 * Y.encodeStateAsUpdate(source).length)
+    const copy = new Y.Doc()
+    await loadInto(db, 'contract/v2', copy)
+    expect(copy.getMap('tasks').toJSON()).toEqual(cards.toJSON())
+  })
+
+  test('rows of both formats load together, and what storage holds beyond a copy is answered in format 1', async () => {
+    const source = new Y.Doc()
+    source.getMap('m').set('a', 1)
+    // A snapshot an earlier version stored (format 1, as every row before migration 027).
+    await appendUpdate(db, 'contract/mixed', Y.encodeStateAsUpdate(source), 2)
+    const known = Y.encodeStateVector(source)
+    source.getMap('m').set('b', 2)
+    await appendUpdate(
+      db,
+      'contract/mixed',
+      { data: Y.encodeStateAsUpdateV2(source, known), v2: true },
+      2,
+    )
+    const later: Uint8Array[] = []
+    source.on('update', (u: Uint8Array) => later.push(u))
+    source.getMap('m').set('a', 3)
+    await appendUpdate(db, 'contract/mixed', later[0] as Uint8Array)
+
+    const copy = new Y.Doc()
+    const loaded = await loadInto(db, 'contract/mixed', copy)
+    expect(loaded.rows).toHaveLength(3)
+    expect(loaded.missing).toEqual([])
+    expect(copy.getMap('m').toJSON()).toEqual({ a: 3, b: 2 })
+
+    // A copy holding only the first row learns the rest from one update in format 1 (what
+    // a reload patches a live copy with, and what providers are sent).
+    const behind = new Y.Doc()
+    const [row] = await db.query<{ data: Uint8Array }>(
+      "select data from doc_updates where doc_name = 'contract/mixed' order by id limit 1",
+    )
+    Y.applyUpdate(behind, row?.data as Uint8Array)
+    expect(behind.getMap('m').toJSON()).toEqual({ a: 1 })
+    const beyond = await storedBeyond(db, 'contract/mixed', behind, 0)
+    expect(beyond).toBeInstanceOf(Uint8Array)
+    Y.applyUpdate(behind, beyond as Uint8Array)
+    expect(behind.store.pendingStructs).toBeNull()
+    expect(behind.getMap('m').toJSON()).toEqual({ a: 3, b: 2 })
+  })
 })
 
 /**
@@ -211,7 +281,7 @@ describe('compaction beside another process (postgres)', () => {
       t.db.query("select id from doc_updates where doc_name = 'contract/elsewhere'")
 
     let made = 0
-    const make = async (u: Uint8Array[]) => {
+    const make = async (u: Encoded[]) => {
       made++
       return snapshotOf(u)
     }
