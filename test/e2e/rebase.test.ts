@@ -1,14 +1,18 @@
-import { readFileSync } from 'node:fs'
 import type { Browser } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import * as Y from 'yjs'
-import { migrate } from '../../persistence/migrate.ts'
 import { type App, createApp } from '../../server/app.ts'
 import { loadConfig } from '../../server/config.ts'
 import { boardMaps } from '../../shared/board-doc.ts'
 import { boardDocName, cardDocName } from '../../shared/doc-names.ts'
 import { generationOf } from '../../shared/rebase.ts'
 import { Agent, Person } from '../support/client.ts'
+import {
+  type DatabaseFixture,
+  fixtureDoc,
+  loadFixture,
+  readFixture,
+} from '../support/database-fixture.ts'
 import { freshDb, STORAGES, type TestDb } from '../support/storage.ts'
 import {
   card,
@@ -119,20 +123,8 @@ describe.each(STORAGES)('the app across a re-base (%s)', (kind) => {
  * with a description edited offline in it, opens the app after the server moved to
  * version 3.
  */
-interface Fixture {
-  orgId: string
-  apiKey: string
-  person: { email: string; password: string }
-  cards: Record<string, string>
-  descriptions: Record<string, string>
-  migrations: string[]
-  lastMigration: string
-  tableOrder: string[]
-  tables: Record<string, Record<string, unknown>[]>
-}
-
-const fixture: Fixture = JSON.parse(
-  readFileSync(new URL('../fixtures/v2-database.json', import.meta.url), 'utf8'),
+const fixture = readFixture<DatabaseFixture & { descriptions: Record<string, string> }>(
+  'v2-database.json',
 )
 
 describe.each(STORAGES)('a browser that kept a version-2 copy (%s)', (kind) => {
@@ -143,30 +135,7 @@ describe.each(STORAGES)('a browser that kept a version-2 copy (%s)', (kind) => {
 
   beforeAll(async () => {
     storage = await freshDb(kind, { migrate: false })
-    await migrate(storage.db, { upTo: fixture.lastMigration })
-    for (const name of fixture.migrations) {
-      await storage.db.query('insert into schema_migrations (name) values ($1)', [name])
-    }
-    for (const table of fixture.tableOrder) {
-      for (const row of fixture.tables[table] ?? []) {
-        const columns = Object.keys(row)
-        const values = columns.map((c) => {
-          const v = row[c]
-          if (typeof v === 'object' && v !== null && 'base64' in v)
-            return Buffer.from(String((v as { base64: string }).base64), 'base64')
-          return typeof v === 'object' && v !== null ? JSON.stringify(v) : v
-        })
-        await storage.db.query(
-          `insert into ${table} (${columns.join(', ')}) values (${columns.map((_, i) => `$${i + 1}`).join(', ')})`,
-          values,
-        )
-      }
-    }
-    for (const table of ['doc_updates', 'changes']) {
-      await storage.db.query(
-        `select setval(pg_get_serial_sequence('${table}', 'id'), (select max(id) from ${table}))`,
-      )
-    }
+    await loadFixture(storage, fixture)
     const config = { ...loadConfig({}), port: 0, host: '127.0.0.1', logLevel: 'error' as const }
     app = await createApp(config, { db: storage.db })
     ;[url, browser] = await Promise.all([app.listen(), launchBrowser()])
@@ -188,11 +157,7 @@ describe.each(STORAGES)('a browser that kept a version-2 copy (%s)', (kind) => {
 
     // The copy version 2 kept: the board as the fixture's rows hold it, plus an edit made
     // offline in a card's description (on the board card, as version 2 had it).
-    const kept = new Y.Doc()
-    for (const row of fixture.tables.doc_updates ?? []) {
-      if (row.doc_name !== boardDocName(fixture.orgId)) continue
-      Y.applyUpdate(kept, Buffer.from(String((row.data as { base64: string }).base64), 'base64'))
-    }
+    const kept = fixtureDoc(fixture, boardDocName(fixture.orgId))
     const taskId = fixture.cards['Commented card'] as string
     const text = boardMaps(kept).tasks.get(taskId)?.get('description') as Y.Text
     text.insert(text.length, ' Typed offline in version 2.')

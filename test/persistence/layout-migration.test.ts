@@ -1,6 +1,4 @@
-import { readFileSync } from 'node:fs'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { migrate } from '../../persistence/migrate.ts'
 import { type App, createApp } from '../../server/app.ts'
 import { loadConfig } from '../../server/config.ts'
 import { LAYOUT_V2 } from '../../server/upgrades/layout-v2.ts'
@@ -8,6 +6,7 @@ import { boardMaps } from '../../shared/board-doc.ts'
 import { cardMaps } from '../../shared/card-doc.ts'
 import { boardDocName, cardDocName } from '../../shared/doc-names.ts'
 import { Agent, Person } from '../support/client.ts'
+import { type DatabaseFixture, loadFixture, readFixture } from '../support/database-fixture.ts'
 import { freshDb, STORAGES, type TestDb } from '../support/storage.ts'
 
 /**
@@ -19,57 +18,25 @@ import { freshDb, STORAGES, type TestDb } from '../support/storage.ts'
  * log, and a mind map. The test loads it into a database migrated only as far as version 1
  * went, then starts today's service on it.
  */
-interface Fixture {
-  orgId: string
-  apiKey: string
-  person: { email: string; password: string }
-  cards: Record<string, string>
-  mapId: string
-  tables: Record<string, Record<string, unknown>[]>
-}
-
-const fixture: Fixture = JSON.parse(
-  readFileSync(new URL('../fixtures/v1-database.json', import.meta.url), 'utf8'),
-)
-const LAST_V1_MIGRATION = '008_drop_hold_api_key.sql'
-/** In dependency order. */
-const TABLES = [
-  'users',
-  'organizations',
-  'memberships',
-  'api_keys',
-  'server_secrets',
-  'doc_updates',
-  'changes',
-  'claims',
-  'maps',
-  'map_items',
-  'files',
-]
-
-async function loadFixture(storage: TestDb): Promise<void> {
-  await migrate(storage.db, { upTo: LAST_V1_MIGRATION })
-  for (const table of TABLES) {
-    for (const row of fixture.tables[table] ?? []) {
-      const columns = Object.keys(row)
-      const values = columns.map((c) => {
-        const v = row[c]
-        return typeof v === 'object' && v !== null && 'base64' in v
-          ? Buffer.from(String((v as { base64: string }).base64), 'base64')
-          : v
-      })
-      await storage.db.query(
-        `insert into ${table} (${columns.join(', ')}) values (${columns.map((_, i) => `$${i + 1}`).join(', ')})`,
-        values,
-      )
-    }
-  }
-  // Sequences follow the rows copied in (bigserial ids).
-  for (const table of ['doc_updates', 'changes']) {
-    await storage.db.query(
-      `select setval(pg_get_serial_sequence('${table}', 'id'), (select max(id) from ${table}))`,
-    )
-  }
+const fixture: DatabaseFixture = {
+  ...readFixture<Omit<DatabaseFixture, 'lastMigration' | 'migrations' | 'tableOrder'>>(
+    'v1-database.json',
+  ),
+  lastMigration: '008_drop_hold_api_key.sql',
+  migrations: [],
+  tableOrder: [
+    'users',
+    'organizations',
+    'memberships',
+    'api_keys',
+    'server_secrets',
+    'doc_updates',
+    'changes',
+    'claims',
+    'maps',
+    'map_items',
+    'files',
+  ],
 }
 
 describe.each(STORAGES)('a database written by version 1 opens under version 2 (%s)', (kind) => {
@@ -86,7 +53,7 @@ describe.each(STORAGES)('a database written by version 1 opens under version 2 (
 
   beforeAll(async () => {
     storage = await freshDb(kind, { migrate: false })
-    await loadFixture(storage)
+    await loadFixture(storage, fixture)
     await start()
   })
   afterAll(async () => {

@@ -1,8 +1,6 @@
-import { readFileSync } from 'node:fs'
 import { HocuspocusProvider, HocuspocusProviderWebsocket } from '@hocuspocus/provider'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import * as Y from 'yjs'
-import { migrate } from '../../persistence/migrate.ts'
 import { type App, createApp } from '../../server/app.ts'
 import { loadConfig } from '../../server/config.ts'
 import { LAYOUT_V3 } from '../../server/upgrades/layout-v3.ts'
@@ -12,6 +10,12 @@ import { boardDocName, cardDocName } from '../../shared/doc-names.ts'
 import { CLOSE } from '../../shared/live-protocol.ts'
 import { carry, type DocJson, editsToCarry, generationOf } from '../../shared/rebase.ts'
 import { Agent, connectProvider, eventually, eventuallyAsync, Person } from '../support/client.ts'
+import {
+  type DatabaseFixture,
+  fixtureDoc,
+  loadFixture,
+  readFixture,
+} from '../support/database-fixture.ts'
 import { freshDb, STORAGES, type TestDb } from '../support/storage.ts'
 
 /**
@@ -22,60 +26,13 @@ import { freshDb, STORAGES, type TestDb } from '../support/storage.ts'
  * answered), and a mind map. The test loads it into a database migrated only as far as
  * version 2 went, then starts today's service on it.
  */
-interface Fixture {
-  orgId: string
-  apiKey: string
-  person: { email: string; password: string }
-  cards: Record<string, string>
-  descriptions: Record<string, string>
-  /** Data moves version 2 had recorded in schema_migrations. */
-  migrations: string[]
-  lastMigration: string
-  tableOrder: string[]
-  tables: Record<string, Record<string, unknown>[]>
-}
-
-const fixture: Fixture = JSON.parse(
-  readFileSync(new URL('../fixtures/v2-database.json', import.meta.url), 'utf8'),
+const fixture = readFixture<DatabaseFixture & { descriptions: Record<string, string> }>(
+  'v2-database.json',
 )
-
-async function loadFixture(storage: TestDb): Promise<void> {
-  await migrate(storage.db, { upTo: fixture.lastMigration })
-  for (const name of fixture.migrations) {
-    await storage.db.query('insert into schema_migrations (name) values ($1)', [name])
-  }
-  for (const table of fixture.tableOrder) {
-    for (const row of fixture.tables[table] ?? []) {
-      const columns = Object.keys(row)
-      const values = columns.map((c) => {
-        const v = row[c]
-        if (typeof v === 'object' && v !== null && 'base64' in v)
-          return Buffer.from(String((v as { base64: string }).base64), 'base64')
-        // jsonb columns travel as text.
-        return typeof v === 'object' && v !== null ? JSON.stringify(v) : v
-      })
-      await storage.db.query(
-        `insert into ${table} (${columns.join(', ')}) values (${columns.map((_, i) => `$${i + 1}`).join(', ')})`,
-        values,
-      )
-    }
-  }
-  for (const table of ['doc_updates', 'changes']) {
-    await storage.db.query(
-      `select setval(pg_get_serial_sequence('${table}', 'id'), (select max(id) from ${table}))`,
-    )
-  }
-}
 
 /** The board as version 2 left it, from the fixture's own rows: what a browser kept. */
 function versionTwoBoard(): Y.Doc {
-  const doc = new Y.Doc()
-  const name = boardDocName(fixture.orgId)
-  for (const row of fixture.tables.doc_updates ?? []) {
-    if (row.doc_name !== name) continue
-    Y.applyUpdate(doc, Buffer.from(String((row.data as { base64: string }).base64), 'base64'))
-  }
-  return doc
+  return fixtureDoc(fixture, boardDocName(fixture.orgId))
 }
 
 describe.each(STORAGES)('a database written by version 2 opens under version 3 (%s)', (kind) => {
@@ -94,7 +51,7 @@ describe.each(STORAGES)('a database written by version 2 opens under version 3 (
 
   beforeAll(async () => {
     storage = await freshDb(kind, { migrate: false })
-    await loadFixture(storage)
+    await loadFixture(storage, fixture)
     await start()
   })
   afterAll(async () => {
