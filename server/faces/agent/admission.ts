@@ -36,9 +36,7 @@ export async function admit(
     await chargeRequest(limiter, key, action, onHeaders)
     return key
   }
-  const admitted = await new Promise<Admitted | undefined>((resolve, reject) =>
-    admissionsOf(services).push({ credentials, resolve, reject }),
-  )
+  const admitted = await admissionsOf(services).admit(credentials)
   if (!admitted) throw invalidKeyError()
   enforce(admitted.outcome, onHeaders)
   return keyRowOf(admitted.row)
@@ -55,37 +53,43 @@ interface Asking {
   reject(error: unknown): void
 }
 
-/** The requests of one turn of the event loop waiting to be admitted, per service. */
-const waiting = new WeakMap<Services, { push(asking: Asking): void }>()
+/** The requests of one turn of the event loop waiting to be admitted together. */
+class Admissions {
+  private asking: Asking[] = []
+  private readonly services: Services
 
-function admissionsOf(services: Services): { push(asking: Asking): void } {
-  let queue = waiting.get(services)
-  if (!queue) {
-    let asking: Asking[] = []
-    const made = {
-      push(one: Asking) {
-        asking.push(one)
-        if (asking.length === 1) {
-          setImmediate(() => {
-            const batch = asking
-            asking = []
-            admitTogether(services, batch)
-          })
-        }
-      },
-    }
-    waiting.set(services, made)
-    queue = made
+  constructor(services: Services) {
+    this.services = services
   }
-  return queue
+
+  /** The request's key and its charge, or undefined for a key unknown or revoked. */
+  admit(credentials: KeyCredentials): Promise<Admitted | undefined> {
+    return new Promise((resolve, reject) => {
+      this.asking.push({ credentials, resolve, reject })
+      if (this.asking.length === 1) setImmediate(() => this.send())
+    })
+  }
+
+  private send(): void {
+    const batch = this.asking
+    this.asking = []
+    try {
+      sendTogether(this.services, batch)
+    } catch (error) {
+      for (const asking of batch) asking.reject(error)
+    }
+  }
 }
 
-function admitTogether(services: Services, batch: readonly Asking[]): void {
-  try {
-    sendTogether(services, batch)
-  } catch (error) {
-    for (const asking of batch) asking.reject(error)
+const admissions = new WeakMap<Services, Admissions>()
+
+function admissionsOf(services: Services): Admissions {
+  let queue = admissions.get(services)
+  if (!queue) {
+    queue = new Admissions(services)
+    admissions.set(services, queue)
   }
+  return queue
 }
 
 function sendTogether(services: Services, batch: readonly Asking[]): void {
