@@ -30,13 +30,20 @@ export interface StoredRow extends Encoded {
   level: number
 }
 
+/** A row's bytes as the driver reads them, with their `encoding` column. */
+export const encodedOf = (row: { data: Uint8Array; encoding: number }): Encoded => ({
+  data: row.data,
+  v2: row.encoding === 2,
+})
+
 /** The update in format 1 (what Yjs merges, diffs and sends). */
 export function asV1(update: Uint8Array | Encoded): Uint8Array {
   if (update instanceof Uint8Array) return update
   return update.v2 ? Y.convertUpdateFormatV2ToV1(update.data) : update.data
 }
 
-function apply(doc: Y.Doc, update: Uint8Array | Encoded, origin: unknown): void {
+/** Applies one update, in its own format. */
+export function apply(doc: Y.Doc, update: Uint8Array | Encoded, origin?: unknown): void {
   if (update instanceof Uint8Array) Y.applyUpdate(doc, update, origin)
   else if (update.v2) Y.applyUpdateV2(doc, update.data, origin)
   else Y.applyUpdate(doc, update.data, origin)
@@ -124,8 +131,7 @@ type RawRow = { id: number; level: number; encoding: number; data: string | null
 const bytesOf = (row: RawRow): StoredRow => ({
   id: row.id,
   level: row.level,
-  data: Buffer.from(row.data ?? '', 'base64'),
-  v2: row.encoding === 2,
+  ...encodedOf({ data: Buffer.from(row.data ?? '', 'base64'), encoding: row.encoding }),
 })
 
 /**

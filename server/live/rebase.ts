@@ -6,7 +6,7 @@ import { type DocJson, docJson, editsToCarry, generationOf } from '../../shared/
 import type { Logger } from '../http/json.ts'
 import type { Compaction } from './compaction.ts'
 import type { DocRegistry } from './doc-registry.ts'
-import { type Encoded, LEVEL, replay, type Stored } from './doc-store.ts'
+import { appendUpdate, apply, type Encoded, encodedOf, LEVEL, type Stored } from './doc-store.ts'
 import { endGeneration, packBase, storedGeneration } from './generations.ts'
 import type { OrgLane } from './lane.ts'
 
@@ -91,10 +91,7 @@ export async function rebase(services: RebaseServices, docName: string): Promise
     // loads, and the swap only renames it: with the lane held, a megabyte's insert cost
     // PGlite 120-220 ms. A re-base that fails takes its row away again.
     staged = `${docName}#rebase:${randomUUID()}`
-    await db.query(
-      'insert into doc_updates (doc_name, data, level, encoding) values ($1, $2, $3, 2)',
-      [staged, Buffer.from(snapshot.data), LEVEL.snapshot],
-    )
+    await appendUpdate(db, staged, snapshot, LEVEL.snapshot)
 
     const done = await lane.alone(async () => {
       const started = performance.now()
@@ -176,12 +173,12 @@ async function storedSince(q: Queryable, docName: string, afterId: string): Prom
       where doc_name = $1 and id > $2::bigint order by id`,
     [docName, afterId],
   )
-  return rows.map((r) => ({ id: r.id, data: r.data, v2: r.encoding === 2 }))
+  return rows.map((r) => ({ id: r.id, ...encodedOf(r) }))
 }
 
 /** Applies stored rows to the live copy (those it has already change nothing); the last id. */
 function applyStoredSince(live: Y.Doc, rows: Rows, lastId: string): string {
-  for (const r of rows) replay(live, [r], REBASE_ORIGIN)
+  for (const r of rows) apply(live, r, REBASE_ORIGIN)
   return rows.at(-1)?.id ?? lastId
 }
 
