@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import postgres from 'postgres'
 import { Person } from '../support/client.ts'
 import { startProcess } from '../support/service-process.ts'
+import { type CpuSpent, cpuLine, cpuMeter } from './cpu.ts'
 import { benchStorage } from './harness.ts'
 import { lightAgent } from './light-client.ts'
 import { type Stats, stats } from './stats.ts'
@@ -13,7 +14,8 @@ import { type Stats, stats } from './stats.ts'
  * the same run). Baseline, in the same run and database:
  * bare Postgres handing out the next free row of a queue table with FOR UPDATE SKIP LOCKED
  * from 32 connections. Every figure is a rate (per second over the whole race), p50 and
- * p99, and the rate's ratio to the baseline's.
+ * p99, and the rate's ratio to the baseline's; under each, the CPU a call took in the
+ * service, Postgres and the load generator (cpu.ts), which share this machine's cores.
  */
 
 const AGENTS = 32
@@ -25,7 +27,12 @@ interface Race {
   count: number
   ms: number
   ids: string[]
+  /** Where the race's CPU went (Linux). */
+  cpu: CpuSpent | undefined
 }
+
+/** The service processes whose CPU the races count (set by each run). */
+let servicePids: number[] = []
 
 /** Every racer takes until `take` says nothing is left; each call timed. */
 async function race(
@@ -34,6 +41,7 @@ async function race(
 ): Promise<Race> {
   const samples: number[] = []
   const ids: string[] = []
+  const meter = await cpuMeter(servicePids)
   const t0 = performance.now()
   await Promise.all(
     Array.from({ length: racers }, async (_, i) => {
@@ -46,7 +54,8 @@ async function race(
       }
     }),
   )
-  return { latency: stats(samples), count: ids.length, ms: performance.now() - t0, ids }
+  const ms = performance.now() - t0
+  return { latency: stats(samples), count: ids.length, ms, ids, cpu: await meter?.stop() }
 }
 
 /** 503s answered (nothing written, Retry-After): the call is sent again, as agents do. */
@@ -78,7 +87,7 @@ function report(label: string, r: Race, baseline?: Race, oneProcess?: number): s
   const ratio = baseline ? `  ×${(perSecond(r) / perSecond(baseline)).toFixed(3)} of bare` : ''
   const scaled =
     oneProcess === undefined ? '' : `, ×${(perSecond(r) / oneProcess).toFixed(2)} of one process`
-  return `${label.padEnd(58)} ${Math.round(perSecond(r)).toString().padStart(6)} /s   p50 ${f(r.latency.median).padStart(6)} ms   p99 ${f(r.latency.p99).padStart(6)} ms   (n=${r.count})${ratio}${scaled}`
+  return `${label.padEnd(58)} ${Math.round(perSecond(r)).toString().padStart(6)} /s   p50 ${f(r.latency.median).padStart(6)} ms   p99 ${f(r.latency.p99).padStart(6)} ms   (n=${r.count})${ratio}${scaled}\n${cpuLine(r.cpu, r.count)}`
 }
 
 /** The baseline: 32 connections taking the next free row of a queue table, autocommit. */
@@ -127,6 +136,7 @@ async function fleetRun(
   }
   const servers = [await startProcess(env)]
   if (processes === 2) servers.push(await startProcess(env))
+  servicePids = servers.map((s) => s.child.pid as number)
   const agents: { agent: FleetAgent; name: string }[] = []
   try {
     log(

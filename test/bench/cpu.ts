@@ -1,0 +1,104 @@
+import { readdir, readFile } from 'node:fs/promises'
+import { availableParallelism } from 'node:os'
+
+/**
+ * Where a race's CPU went, read from Linux's /proc: the service processes (every thread),
+ * Postgres (every `postgres` process: backends, WAL writer, checkpointer), the load
+ * generator (this process) and the whole machine. On two cores the three share the same
+ * CPUs, so a rate is bounded by their sum per call, whatever the code waits on.
+ */
+export interface CpuSpent {
+  /** CPU milliseconds over the race. */
+  service: number
+  postgres: number
+  generator: number
+  /** How busy the machine's CPUs were, 0 to 1 (every process, ours or not). */
+  machineBusy: number
+}
+
+/** /proc/<pid>/stat's utime + stime, in ms (clock ticks of 10 ms); undefined once gone. */
+async function cpuOf(pid: number): Promise<number | undefined> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8')
+    // The command may hold spaces and parentheses: fields are counted after its last ')'.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return (Number(fields[11]) + Number(fields[12])) * 10
+  } catch {
+    return undefined
+  }
+}
+
+async function postgresPids(): Promise<number[]> {
+  const pids: number[] = []
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const comm = (await readFile(`/proc/${entry}/comm`, 'utf8')).trim()
+      if (comm === 'postgres') pids.push(Number(entry))
+    } catch {
+      // Gone while listed.
+    }
+  }
+  return pids
+}
+
+/** The machine's busy and total jiffies since boot (/proc/stat's first line). */
+async function machine(): Promise<{ busy: number; total: number }> {
+  const line = (await readFile('/proc/stat', 'utf8')).split('\n')[0] ?? ''
+  const [, ...values] = line.trim().split(/\s+/)
+  const n = values.map(Number)
+  const total = n.reduce((s, x) => s + x, 0)
+  const idle = (n[3] ?? 0) + (n[4] ?? 0)
+  return { busy: total - idle, total }
+}
+
+const sum = async (pids: readonly number[]) =>
+  (await Promise.all(pids.map(cpuOf))).reduce<number>((s, x) => s + (x ?? 0), 0)
+
+/**
+ * Starts measuring; `stop` returns what each part spent since. A Postgres backend that
+ * starts during the race counts whole (it did nothing before); one that ends during it is
+ * lost, so the pools must stay open across the race. Undefined where /proc is missing.
+ */
+export async function cpuMeter(
+  servicePids: readonly number[],
+): Promise<{ stop(): Promise<CpuSpent> } | undefined> {
+  try {
+    await readFile('/proc/stat', 'utf8')
+  } catch {
+    return undefined
+  }
+  const pgBefore = new Map<number, number>()
+  for (const pid of await postgresPids()) pgBefore.set(pid, (await cpuOf(pid)) ?? 0)
+  const serviceBefore = await sum(servicePids)
+  const generatorBefore = process.cpuUsage()
+  const machineBefore = await machine()
+  return {
+    async stop() {
+      const generator = process.cpuUsage(generatorBefore)
+      const machineAfter = await machine()
+      let postgres = 0
+      for (const pid of await postgresPids()) {
+        postgres += ((await cpuOf(pid)) ?? 0) - (pgBefore.get(pid) ?? 0)
+      }
+      return {
+        service: (await sum(servicePids)) - serviceBefore,
+        postgres,
+        generator: (generator.user + generator.system) / 1000,
+        machineBusy:
+          (machineAfter.busy - machineBefore.busy) /
+          Math.max(1, machineAfter.total - machineBefore.total),
+      }
+    },
+  }
+}
+
+/** One line: CPU per call of each part, and what that sum allows on this machine's cores. */
+export function cpuLine(spent: CpuSpent | undefined, calls: number): string {
+  if (!spent) return '  CPU: not measured (no /proc)'
+  const per = (ms: number) => (ms / calls).toFixed(2)
+  const total = (spent.service + spent.postgres + spent.generator) / calls
+  const cores = availableParallelism()
+  const ceiling = Math.round((cores * 1000) / total)
+  return `  CPU a call: service ${per(spent.service)} ms + Postgres ${per(spent.postgres)} ms + generator ${per(spent.generator)} ms = ${total.toFixed(2)} ms, at most ${ceiling} /s on ${cores} cores; machine ${Math.round(spent.machineBusy * 100)} % busy`
+}
