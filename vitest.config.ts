@@ -5,6 +5,11 @@ export default defineConfig({
     pool: 'forks',
     // Two cores: two files at a time, each with its own databases and server.
     maxWorkers: 2,
+    // Each worker process runs its files one after another on the modules it imported
+    // once: a fresh process per file spent a median 6.9 s importing the service before
+    // its first test (the whole run 21 min, now 14; no test mocks a module or the clock,
+    // and each starts its own servers on its own databases).
+    isolate: false,
     testTimeout: 30_000,
     hookTimeout: 60_000,
     reporters: ['default', './test/support/plain-summary.ts'],
