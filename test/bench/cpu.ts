@@ -3,14 +3,15 @@ import { availableParallelism } from 'node:os'
 
 /**
  * Where a race's CPU went, read from Linux's /proc: the service processes (every thread),
- * Postgres (every `postgres` process: backends, WAL writer, checkpointer), the load
+ * Postgres (every `postgres` process: backends, WAL writer, checkpointer), Redis, the load
  * generator (this process) and the whole machine. On two cores the three share the same
  * CPUs, so a rate is bounded by their sum per call, whatever the code waits on.
  */
 export interface CpuSpent {
-  /** CPU milliseconds over the race. */
-  service: number
+  /** CPU milliseconds over the race, each service process's. */
+  service: number[]
   postgres: number
+  redis: number
   generator: number
   /** How busy the machine's CPUs were, 0 to 1 (every process, ours or not). */
   machineBusy: number
@@ -28,13 +29,14 @@ async function cpuOf(pid: number): Promise<number | undefined> {
   }
 }
 
-async function postgresPids(): Promise<number[]> {
+/** The processes whose command is `name` (/proc/<pid>/comm). */
+async function pidsOf(name: string): Promise<number[]> {
   const pids: number[] = []
   for (const entry of await readdir('/proc')) {
     if (!/^\d+$/.test(entry)) continue
     try {
       const comm = (await readFile(`/proc/${entry}/comm`, 'utf8')).trim()
-      if (comm === 'postgres') pids.push(Number(entry))
+      if (comm === name) pids.push(Number(entry))
     } catch {
       // Gone while listed.
     }
@@ -69,8 +71,10 @@ export async function cpuMeter(
     return undefined
   }
   const pgBefore = new Map<number, number>()
-  for (const pid of await postgresPids()) pgBefore.set(pid, (await cpuOf(pid)) ?? 0)
-  const serviceBefore = await sum(servicePids)
+  for (const pid of await pidsOf('postgres')) pgBefore.set(pid, (await cpuOf(pid)) ?? 0)
+  const redisPids = await pidsOf('redis-server')
+  const redisBefore = await sum(redisPids)
+  const serviceBefore = await Promise.all(servicePids.map(cpuOf))
   const generatorBefore = process.cpuUsage()
   const machineBefore = await machine()
   return {
@@ -78,12 +82,15 @@ export async function cpuMeter(
       const generator = process.cpuUsage(generatorBefore)
       const machineAfter = await machine()
       let postgres = 0
-      for (const pid of await postgresPids()) {
+      for (const pid of await pidsOf('postgres')) {
         postgres += ((await cpuOf(pid)) ?? 0) - (pgBefore.get(pid) ?? 0)
       }
       return {
-        service: (await sum(servicePids)) - serviceBefore,
+        service: await Promise.all(
+          servicePids.map(async (pid, i) => ((await cpuOf(pid)) ?? 0) - (serviceBefore[i] ?? 0)),
+        ),
         postgres,
+        redis: (await sum(redisPids)) - redisBefore,
         generator: (generator.user + generator.system) / 1000,
         machineBusy:
           (machineAfter.busy - machineBefore.busy) /
@@ -97,8 +104,11 @@ export async function cpuMeter(
 export function cpuLine(spent: CpuSpent | undefined, calls: number): string {
   if (!spent) return '  CPU: not measured (no /proc)'
   const per = (ms: number) => (ms / calls).toFixed(2)
-  const total = (spent.service + spent.postgres + spent.generator) / calls
+  const service = spent.service.reduce((a, b) => a + b, 0)
+  const total = (service + spent.postgres + spent.redis + spent.generator) / calls
   const cores = availableParallelism()
   const ceiling = Math.round((cores * 1000) / total)
-  return `  CPU a call: service ${per(spent.service)} ms + Postgres ${per(spent.postgres)} ms + generator ${per(spent.generator)} ms = ${total.toFixed(2)} ms, at most ${ceiling} /s on ${cores} cores; machine ${Math.round(spent.machineBusy * 100)} % busy`
+  // Counted where Redis does any work (two processes); on one it only ticks over.
+  const redis = spent.redis / calls >= 0.005 ? ` + Redis ${per(spent.redis)} ms` : ''
+  return `  CPU a call: service ${spent.service.map(per).join(' + ')} ms + Postgres ${per(spent.postgres)} ms${redis} + generator ${per(spent.generator)} ms = ${total.toFixed(2)} ms, at most ${ceiling} /s on ${cores} cores; machine ${Math.round(spent.machineBusy * 100)} % busy`
 }
