@@ -4,8 +4,20 @@ import type { Db, DbObserver, Queryable, Row } from './types.ts'
 
 const parsers = { [types.INT8]: (x: string) => Number(x) }
 
-export async function openPglite(dataDir: string): Promise<Db> {
-  const pg = await PGlite.create(dataDir === 'memory://' ? undefined : dataDir, { parsers })
+/**
+ * PGlite in a data folder, or in memory ('memory://'); `loadDataDir` starts it from what
+ * another PGlite's `dumpDataDir` gave (the tests start each database from a migrated one).
+ */
+export async function openPglite(dataDir: string, loadDataDir?: Blob): Promise<Db> {
+  const pg = await PGlite.create(dataDir === 'memory://' ? undefined : dataDir, {
+    parsers,
+    ...(loadDataDir ? { loadDataDir } : {}),
+  })
+  return pgliteDb(pg)
+}
+
+/** The storage interface over an open PGlite. */
+export function pgliteDb(pg: PGlite): Db {
   const observers = new Set<DbObserver>()
   const adapt =
     (q: Pick<PGlite, 'query'>): Queryable['query'] =>

@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto'
+import { PGlite } from '@electric-sql/pglite'
 import postgres from 'postgres'
 import { openDb } from '../../persistence/db.ts'
 import { migrate } from '../../persistence/migrate.ts'
+import { openPglite, pgliteDb } from '../../persistence/pglite.ts'
 import type { Db, PostgresLimits } from '../../persistence/types.ts'
 
 /** Every storage test runs against both; real Postgres is required (unreachable is a failure). */
@@ -18,14 +20,40 @@ export interface TestDb {
   drop(): Promise<void>
 }
 
+let migrated: Promise<Blob> | undefined
+
+/**
+ * The data of a PGlite database with every migration applied, made once a test process:
+ * each migrated PGlite of the tests starts from it. Creating one (initdb in memory) and
+ * migrating it took ~2.3 s, starting from this ~0.5 s. A test of the migrations themselves
+ * asks for an unmigrated database, which is made afresh.
+ */
+function migratedPglite(): Promise<Blob> {
+  migrated ??= (async () => {
+    const pg = await PGlite.create()
+    try {
+      await migrate(pgliteDb(pg))
+      return await pg.dumpDataDir('none')
+    } finally {
+      await pg.close()
+    }
+  })().catch((error: unknown) => {
+    migrated = undefined
+    throw error
+  })
+  return migrated
+}
+
 /** A fresh, migrated database: in-memory PGlite, or a new Postgres database dropped afterwards. */
 export async function freshDb(
   kind: StorageKind,
   options: { migrate?: boolean; limits?: PostgresLimits } = {},
 ): Promise<TestDb> {
   if (kind === 'pglite') {
-    const db = await openDb({ dataDir: 'memory://' })
-    if (options.migrate !== false) await migrate(db)
+    const db =
+      options.migrate === false
+        ? await openDb({ dataDir: 'memory://' })
+        : await openPglite('memory://', await migratedPglite())
     return { db, url: undefined, drop: () => db.close() }
   }
   const name = `cb_test_${randomBytes(6).toString('hex')}`
