@@ -54,8 +54,22 @@ async function machine(): Promise<{ busy: number; total: number }> {
   return { busy: total - idle, total }
 }
 
-const sum = async (pids: readonly number[]) =>
-  (await Promise.all(pids.map(cpuOf))).reduce<number>((s, x) => s + (x ?? 0), 0)
+/** Each process's CPU so far (ms); one gone since it was listed is left out. */
+async function cpuOfEach(pids: readonly number[]): Promise<Map<number, number>> {
+  const spent = new Map<number, number>()
+  for (const pid of pids) {
+    const ms = await cpuOf(pid)
+    if (ms !== undefined) spent.set(pid, ms)
+  }
+  return spent
+}
+
+/** What the processes spent since `before` (one not in it started since: counted whole). */
+async function spentSince(before: ReadonlyMap<number, number>, pids: readonly number[]) {
+  let total = 0
+  for (const [pid, ms] of await cpuOfEach(pids)) total += ms - (before.get(pid) ?? 0)
+  return total
+}
 
 /**
  * Starts measuring; `stop` returns what each part spent since. A Postgres backend that
@@ -70,27 +84,20 @@ export async function cpuMeter(
   } catch {
     return undefined
   }
-  const pgBefore = new Map<number, number>()
-  for (const pid of await pidsOf('postgres')) pgBefore.set(pid, (await cpuOf(pid)) ?? 0)
   const redisPids = await pidsOf('redis-server')
-  const redisBefore = await sum(redisPids)
-  const serviceBefore = await Promise.all(servicePids.map(cpuOf))
+  const before = await cpuOfEach([...servicePids, ...(await pidsOf('postgres')), ...redisPids])
   const generatorBefore = process.cpuUsage()
   const machineBefore = await machine()
   return {
     async stop() {
       const generator = process.cpuUsage(generatorBefore)
       const machineAfter = await machine()
-      let postgres = 0
-      for (const pid of await pidsOf('postgres')) {
-        postgres += ((await cpuOf(pid)) ?? 0) - (pgBefore.get(pid) ?? 0)
-      }
+      const service: number[] = []
+      for (const pid of servicePids) service.push(await spentSince(before, [pid]))
       return {
-        service: await Promise.all(
-          servicePids.map(async (pid, i) => ((await cpuOf(pid)) ?? 0) - (serviceBefore[i] ?? 0)),
-        ),
-        postgres,
-        redis: (await sum(redisPids)) - redisBefore,
+        service,
+        postgres: await spentSince(before, await pidsOf('postgres')),
+        redis: await spentSince(before, redisPids),
         generator: (generator.user + generator.system) / 1000,
         machineBusy:
           (machineAfter.busy - machineBefore.busy) /

@@ -31,13 +31,14 @@ interface Race {
   cpu: CpuSpent | undefined
 }
 
-/** The service processes whose CPU the races count (set by each run). */
-let servicePids: number[] = []
-
-/** Every racer takes until `take` says nothing is left; each call timed. */
+/**
+ * Every racer takes until `take` says nothing is left; each call timed, and the CPU of the
+ * service processes (`servicePids`), Postgres and this process counted.
+ */
 async function race(
   racers: number,
   take: (racer: number) => Promise<string | null>,
+  servicePids: readonly number[],
 ): Promise<Race> {
   const samples: number[] = []
   const ids: string[] = []
@@ -91,21 +92,25 @@ function report(label: string, r: Race, baseline?: Race, oneProcess?: number): s
 }
 
 /** The baseline: 32 connections taking the next free row of a queue table, autocommit. */
-async function bareSkipLocked(url: string): Promise<Race> {
+async function bareSkipLocked(url: string, servicePids: readonly number[]): Promise<Race> {
   const sql = postgres(url, { max: AGENTS, onnotice: () => {} })
   try {
     await sql`create table bench_queue (id bigserial primary key, priority int not null,
                                         taken_by int, taken_at timestamptz)`
     await sql`insert into bench_queue (priority) select g % 5 from generate_series(1, ${CARDS}) g`
     await sql`create index bench_queue_free on bench_queue (priority, id) where taken_by is null`
-    const result = await race(AGENTS, async (i) => {
-      const [row] = await sql<{ id: string }[]>`
+    const result = await race(
+      AGENTS,
+      async (i) => {
+        const [row] = await sql<{ id: string }[]>`
         update bench_queue set taken_by = ${i}, taken_at = now()
          where id = (select id from bench_queue where taken_by is null
                       order by priority, id for update skip locked limit 1)
         returning id`
-      return row ? String(row.id) : null
-    })
+        return row ? String(row.id) : null
+      },
+      servicePids,
+    )
     if (new Set(result.ids).size !== CARDS) throw new Error('bare SKIP LOCKED lost a row')
     await sql`drop table bench_queue`
     return result
@@ -136,7 +141,7 @@ async function fleetRun(
   }
   const servers = [await startProcess(env)]
   if (processes === 2) servers.push(await startProcess(env))
-  servicePids = servers.map((s) => s.child.pid as number)
+  const servicePids = servers.map((s) => s.child.pid as number)
   const agents: { agent: FleetAgent; name: string }[] = []
   try {
     log(
@@ -156,45 +161,57 @@ async function fleetRun(
     const { columns } = (await first.ok('list_columns')) as { columns: { id: string }[] }
     const [backlog, ready] = [columns[0]?.id as string, columns[1]?.id as string]
 
-    const bare = await bareSkipLocked(storage.env.DATABASE_URL as string)
+    const bare = await bareSkipLocked(storage.env.DATABASE_URL as string, servicePids)
     log(report('baseline: bare FOR UPDATE SKIP LOCKED (32 connections)', bare))
 
     // create_task: 2 × 2,000 cards, the backlog's for claim_task, Ready's for claim_next.
     const levels = ['urgent', 'high', 'normal', 'low', undefined]
     let made = 0
-    const create = await race(AGENTS, async (i) => {
-      const n = made++
-      if (n >= 2 * CARDS) return null
-      const r = agents[i] as { agent: FleetAgent; name: string }
-      const priority = levels[n % levels.length]
-      const { task } = await ok(r.agent, 'create_task', {
-        columnId: n % 2 === 0 ? backlog : ready,
-        title: `fleet ${n}`,
-        ...(priority ? { priority } : {}),
-      })
-      return `${n % 2}:${task.id as string}`
-    })
+    const create = await race(
+      AGENTS,
+      async (i) => {
+        const n = made++
+        if (n >= 2 * CARDS) return null
+        const r = agents[i] as { agent: FleetAgent; name: string }
+        const priority = levels[n % levels.length]
+        const { task } = await ok(r.agent, 'create_task', {
+          columnId: n % 2 === 0 ? backlog : ready,
+          title: `fleet ${n}`,
+          ...(priority ? { priority } : {}),
+        })
+        return `${n % 2}:${task.id as string}`
+      },
+      servicePids,
+    )
     log(report('create_task', create, bare, oneProcess?.create))
     const known = create.ids.filter((x) => x.startsWith('0:')).map((x) => x.slice(2))
 
-    const next = await race(AGENTS, async (i) => {
-      const r = agents[i] as { agent: FleetAgent; name: string }
-      const got = await ok(r.agent, 'claim_next', { agentName: r.name, role: 'ready' })
-      return got.task ? (got.task.id as string) : null
-    })
+    const next = await race(
+      AGENTS,
+      async (i) => {
+        const r = agents[i] as { agent: FleetAgent; name: string }
+        const got = await ok(r.agent, 'claim_next', { agentName: r.name, role: 'ready' })
+        return got.task ? (got.task.id as string) : null
+      },
+      servicePids,
+    )
     if (next.count !== CARDS || new Set(next.ids).size !== CARDS) {
       throw new Error(`claim_next handed out ${next.count} claims of ${new Set(next.ids).size}`)
     }
     log(report(`claim_next racing over ${CARDS} cards (each once)`, next, bare, oneProcess?.next))
 
     const shares = agents.map((_, i) => known.filter((_, j) => j % AGENTS === i))
-    const claim = await race(AGENTS, async (i) => {
-      const taskId = shares[i]?.shift()
-      if (taskId === undefined) return null
-      const r = agents[i] as { agent: FleetAgent; name: string }
-      await ok(r.agent, 'claim_task', { taskId, agentName: r.name })
-      return taskId
-    })
+    const claim = await race(
+      AGENTS,
+      async (i) => {
+        const taskId = shares[i]?.shift()
+        if (taskId === undefined) return null
+        const r = agents[i] as { agent: FleetAgent; name: string }
+        await ok(r.agent, 'claim_task', { taskId, agentName: r.name })
+        return taskId
+      },
+      servicePids,
+    )
     log(report('claim_task of known, distinct cards', claim, bare, oneProcess?.claim))
     const count = (re: RegExp) => servers.map((s) => s.output().match(re)?.length ?? 0).join(' + ')
     log(

@@ -50,10 +50,8 @@ export async function freshDb(
   options: { migrate?: boolean; limits?: PostgresLimits } = {},
 ): Promise<TestDb> {
   if (kind === 'pglite') {
-    const db =
-      options.migrate === false
-        ? await openDb({ dataDir: 'memory://' })
-        : await openPglite('memory://', await migratedPglite())
+    const from = options.migrate === false ? undefined : await migratedPglite()
+    const db = await openPglite('memory://', from)
     return { db, url: undefined, drop: () => db.close() }
   }
   const name = `cb_test_${randomBytes(6).toString('hex')}`
